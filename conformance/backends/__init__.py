@@ -1,0 +1,1 @@
+"""Backends: the protocol (:mod:`.base`), the name table (:mod:`.names`) and one adapter per library."""
