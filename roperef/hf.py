@@ -323,6 +323,8 @@ def _widths(kind: str, p: Mapping[str, Any], c: _Cfg, head: int, where: str, qui
         rho_key = f"{where}.partial_rotary_factor" if "partial_rotary_factor" in p else c.key("partial_rotary_factor")
         rho = None if rho is None else _number(rho_key, rho)
     if rho is None or (kind == "default" and c.model_type not in quirks.default_honours_partial_rotary):
+        if head % 2:
+            bad(c.key("head_dim"), head, "is odd; a fully rotated head needs an even width (pairs of channels)")
         return head, head
     if rho > 1:
         bad(rho_key, rho, "must be in (0, 1]")
@@ -395,7 +397,10 @@ def _scaling(kind: str, p: Mapping[str, Any], c: _Cfg, where: str, quirks: HFQui
         take("factor")
         if rho is not None:
             kw["partial_rotary_factor"] = rho
-    return Scaling(**kw)
+    try:
+        return Scaling(**kw)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{exc} (config {where})") from None
 
 
 def _mrope(p: Mapping[str, Any], c: _Cfg, where: str, quirks: HFQuirks) -> tuple[Any, str]:
@@ -427,17 +432,12 @@ def _one(p: Mapping[str, Any], c: _Cfg, where: str, quirks: HFQuirks, *,
     if rho is not None:
         rho = _number(f"{where}.partial_rotary_factor", rho)
     section, layout = _mrope(p, c, where, quirks)
+    pairing = _pairing(p, c, where, quirks)
+    theta = _theta(p, c, where, quirks, theta)
+    scaling = _scaling(kind, p, c, where, quirks, rho)
     try:
-        return RopeSpec(
-            head_dim=head,
-            rotary_dim=rotary,
-            freq_dim=freq,
-            pairing=_pairing(p, c, where, quirks),
-            theta=_theta(p, c, where, quirks, theta),
-            scaling=_scaling(kind, p, c, where, quirks, rho),
-            mrope_section=section,
-            mrope_layout=layout,
-        )
+        return RopeSpec(head_dim=head, rotary_dim=rotary, freq_dim=freq, pairing=pairing, theta=theta,
+                        scaling=scaling, mrope_section=section, mrope_layout=layout)
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"{exc} (config {where})") from None
 

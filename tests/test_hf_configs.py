@@ -1,0 +1,343 @@
+"""roperef.hf: every real preset parses to the values read off its published config, every config form
+of ROPE-SPEC.md section 7 is understood, and every malformed config fails naming its key.
+
+Expected values are derived by hand from the config facts (head_dim = hidden_size / heads, rotary width
+= int(D * rho), theta as published, ...), never copied from the parser's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roperef.frequencies import inv_freq
+from roperef.hf import HFQuirks, load_config, spec_from_config
+from roperef.spec import RopeSpec
+
+
+def _presets_dir() -> Path | None:
+    """../shared/presets next to the checkout, else $ROPEREF_PRESETS, else None (preset tests skip)."""
+    here = Path(__file__).resolve().parents[2] / "shared" / "presets"
+    if here.is_dir():
+        return here
+    env = os.environ.get("ROPEREF_PRESETS")
+    return Path(env) if env and Path(env).is_dir() else None
+
+
+PRESETS = _presets_dir()
+MALFORMED = Path(__file__).resolve().parent / "data" / "malformed_configs"
+
+# (head_dim, rotary_dim, pairing, theta, scaling type, extra Scaling fields) by hand from the configs.
+L31 = dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
+EXPECTED: dict[str, dict[str, tuple]] = {
+    "aya-23-8b": {"": (4096 // 32, 128, "adjacent", 1e4, "default", {})},
+    "codellama-7b": {"": (128, 128, "half", 1e6, "default", {})},
+    "deepseek-v2-lite": {"": (64, 64, "adjacent", 1e4, "yarn", dict(
+        factor=40.0, original_max_position_embeddings=4096, mscale=0.707, mscale_all_dim=0.707))},
+    "deepseek-v3": {"": (64, 64, "adjacent_in_half_out", 1e4, "yarn", dict(
+        factor=40.0, original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0))},
+    "gemma-3-1b-it": {"full_attention": (256, 256, "half", 1e6, "default", {}),
+                      "sliding_attention": (256, 256, "half", 1e4, "default", {})},
+    "gemma-3-4b-it": {"full_attention": (256, 256, "half", 1e6, "linear", dict(factor=8.0)),
+                      "sliding_attention": (256, 256, "half", 1e4, "default", {})},
+    "glm-4-9b-chat": {"": (128, 64, "adjacent", 10000.0 * 500, "default", {})},
+    "glm-4.5v": {"": (128, 64, "half", 1e4, "default", {})},
+    "gpt-j-6b": {"": (4096 // 16, 64, "adjacent", 1e4, "default", {})},
+    "gpt-neox-20b": {"": (6144 // 64, 24, "half", 1e4, "default", {})},
+    "gpt-oss-20b": {"": (64, 64, "half", 150000.0, "yarn", dict(
+        factor=32.0, original_max_position_embeddings=4096, truncate=False))},
+    "hunyuan-a13b-instruct": {"": (128, 128, "half", 1e4, "ntk", dict(alpha=1000.0))},
+    "llama-2-7b": {"": (128, 128, "half", 1e4, "default", {})},
+    "llama-3.1-8b": {"": (128, 128, "half", 5e5, "llama3", L31)},
+    "llama-3.2-1b": {"": (64, 64, "half", 5e5, "llama3", {**L31, "factor": 32.0})},
+    "mistral-7b-v0.1": {"": (128, 128, "half", 1e4, "default", {})},
+    "mistral-small-3.1-24b-instruct": {"text": (128, 128, "half", 1e9, "default", {}),
+                                       "vision": (64, 64, "half", 1e4, "default", {})},
+    "phi-3-mini-128k-instruct": {"": (3072 // 32, 96, "half", 1e4, "longrope", dict(
+        original_max_position_embeddings=4096, max_position_embeddings=131072))},
+    "phi-3.5-mini-instruct": {"": (96, 96, "half", 1e4, "longrope", dict(
+        original_max_position_embeddings=4096, max_position_embeddings=131072))},
+    "phi-4-mini-instruct": {"": (3072 // 24, 96, "half", 1e4, "longrope", dict(
+        original_max_position_embeddings=4096, max_position_embeddings=131072))},
+    "pixtral-12b": {"text": (128, 128, "half", 1e9, "default", {}), "vision": (64, 64, "half", 1e4, "default", {})},
+    "qwen2.5-7b-instruct-yarn": {"": (3584 // 28, 128, "half", 1e6, "yarn", dict(
+        factor=4.0, original_max_position_embeddings=32768))},
+    "qwen2.5-7b-instruct": {"": (128, 128, "half", 1e6, "default", {})},
+    "qwen2.5-vl-7b-instruct": {"text": (128, 128, "half", 1e6, "default", {}),
+                               "vision": (1280 // 16, 80, "half", 1e4, "default", {})},
+    "qwen3-vl-32b-instruct": {"text": (128, 128, "half", 5e6, "default", {}),
+                              "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
+}
+MROPE = {"glm-4.5v": ((8, 12, 12), "chunked"), "qwen2.5-vl-7b-instruct": ((16, 24, 24), "chunked"),
+         "qwen3-vl-32b-instruct": ((24, 20, 20), "interleaved")}
+VISION = {"mistral-small-3.1-24b-instruct": "pixtral", "pixtral-12b": "pixtral",
+          "qwen2.5-vl-7b-instruct": "qwen_vl", "qwen3-vl-32b-instruct": "qwen_vl"}
+
+
+def _preset_files() -> list[Path]:
+    return sorted(PRESETS.glob("*.json")) if PRESETS else []
+
+
+def test_every_preset_has_expectations():
+    if PRESETS is None:
+        pytest.skip("presets directory not found")
+    assert {p.stem for p in _preset_files()} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", _preset_files(), ids=lambda p: p.stem)
+def test_preset(path: Path):
+    result = spec_from_config(path)
+    specs = result if isinstance(result, dict) else {"": result}
+    want = EXPECTED[path.stem]
+    assert set(specs) == set(want)
+    for key, (head, rotary, pairing, theta, kind, extra) in want.items():
+        s = specs[key]
+        assert isinstance(s, RopeSpec)
+        assert (s.head_dim, s.rotary_dim, s.pairing, s.theta, s.scaling.type) == (head, rotary, pairing, theta, kind)
+        assert s.rotary_start == 0
+        for name, value in extra.items():
+            assert getattr(s.scaling, name) == value, name
+        if key == "vision":
+            assert s.vision == VISION[path.stem]
+        elif path.stem in MROPE:
+            assert (s.mrope_section, s.mrope_layout) == MROPE[path.stem]
+        else:
+            assert s.mrope_section is None and s.vision is None
+        assert RopeSpec.from_dict(s.to_dict()) == s
+
+
+def test_preset_frequency_facts():
+    """Worked values: derived scalars of the presets, by hand."""
+    if PRESETS is None:
+        pytest.skip("presets directory not found")
+    # HunYuan: dynamic + alpha = fixed NTK, base theta * alpha^(d/(d-2)).
+    s = spec_from_config(PRESETS / "hunyuan-a13b-instruct.json")
+    w, att = inv_freq(s)
+    base = 1e4 * 1000.0 ** (128 / 126)
+    np.testing.assert_allclose(w, base ** (-np.arange(64) * 2 / 128), rtol=1e-13)
+    assert att == 1.0
+    # Phi-3: factor = 131072/4096 = 32 -> s = sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12).
+    for name in ("phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-4-mini-instruct"):
+        _, att = inv_freq(spec_from_config(PRESETS / f"{name}.json"))
+        assert att == pytest.approx(math.sqrt(1 + 5 / 12), rel=1e-15)
+    # Phi-3 long factors are used past L0: w_0 = 1 / long_factor[0].
+    phi = spec_from_config(PRESETS / "phi-3-mini-128k-instruct.json")
+    raw = json.loads((PRESETS / "phi-3-mini-128k-instruct.json").read_text())["rope_scaling"]
+    assert inv_freq(phi, 4097)[0][0] == pytest.approx(1 / raw["long_factor"][0], rel=1e-15)
+    assert inv_freq(phi, 4096)[0][0] == pytest.approx(1 / raw["short_factor"][0], rel=1e-15)
+    # YaRN attention factors: DeepSeek mscale == mscale_all_dim -> 1; gpt-oss / Qwen: 0.1 ln f + 1.
+    assert inv_freq(spec_from_config(PRESETS / "deepseek-v2-lite.json"))[1] == 1.0
+    assert inv_freq(spec_from_config(PRESETS / "deepseek-v3.json"))[1] == 1.0
+    assert inv_freq(spec_from_config(PRESETS / "gpt-oss-20b.json"))[1] == pytest.approx(0.1 * math.log(32) + 1)
+    assert inv_freq(spec_from_config(PRESETS / "qwen2.5-7b-instruct-yarn.json"))[1] == pytest.approx(
+        0.1 * math.log(4) + 1)
+    # GLM-4 chat: w_1 = (10000*500)^(-2/64).
+    glm = spec_from_config(PRESETS / "glm-4-9b-chat.json")
+    assert inv_freq(glm)[0][1] == pytest.approx(5e6 ** (-2 / 64), rel=1e-15)
+
+
+# ----------------------------------------------------------------------------- forms and quirks
+
+LLAMA = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 4096}
+
+
+def test_v5_flat_rope_parameters_and_type_alias():
+    a = spec_from_config({**LLAMA, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 5e5}})
+    b = spec_from_config({**LLAMA, "rope_theta": 5e5, "rope_scaling": {"type": "linear", "factor": 2}})
+    assert a == b and a.theta == 5e5 and a.scaling.factor == 2.0 and a.head_dim == 128
+
+
+def test_v5_nested_by_layer_type_and_selection():
+    cfg = {**LLAMA, "layer_types": ["sliding_attention", "full_attention"], "rope_parameters": {
+        "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
+                           "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        "chunked_attention": None}}
+    out = spec_from_config(cfg)
+    assert set(out) == {"full_attention", "sliding_attention"}  # null = NoPE layer, left out
+    assert out["full_attention"].scaling.type == "yarn" and out["sliding_attention"].theta == 1e4
+    assert spec_from_config(cfg, layer_type="sliding_attention") == out["sliding_attention"]
+    with pytest.raises(ValueError, match="layer_type"):
+        spec_from_config(cfg, layer_type="global")
+
+
+def test_gemma3_defaults_and_v5_nested_form():
+    legacy = spec_from_config({"model_type": "gemma3_text", "hidden_size": 1152})
+    assert legacy["full_attention"].theta == 1e6 and legacy["sliding_attention"].theta == 1e4
+    assert legacy["full_attention"].head_dim == 256
+    v5 = spec_from_config({"model_type": "gemma3_text", "rope_local_base_freq": 2e4, "rope_parameters": {
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default"}}})
+    assert v5["sliding_attention"].theta == 2e4 and v5["full_attention"].scaling.factor == 8.0
+
+
+def test_gemma4_proportional_defaults():
+    out = spec_from_config({"model_type": "gemma4_text"})
+    full, sliding = out["full_attention"], out["sliding_attention"]
+    assert (full.head_dim, full.rotary_dim, full.freq_dim, full.theta) == (512, 512, 512, 1e6)
+    assert full.scaling.type == "proportional" and full.scaling.partial_rotary_factor == 0.25
+    w, _ = inv_freq(full)
+    k = int(0.25 * 512 // 2)
+    assert np.all(w[k:] == 0) and w[k - 1] == pytest.approx(1e6 ** (-2 * (k - 1) / 512), rel=1e-15)
+    assert (sliding.head_dim, sliding.theta, sliding.scaling.type) == (256, 1e4, "default")
+
+
+def test_partial_rotary_quirk():
+    cfg = {**LLAMA, "partial_rotary_factor": 0.5}
+    assert spec_from_config(cfg).rotary_dim == 128  # Llama's default init ignores rho
+    honour = HFQuirks(default_honours_partial_rotary=frozenset({"llama"}))
+    assert spec_from_config(cfg, quirks=honour).rotary_dim == 64
+    scaled = spec_from_config({**cfg, "rope_scaling": {"rope_type": "linear", "factor": 2.0}})
+    assert (scaled.rotary_dim, scaled.freq_dim) == (64, 64)  # scaled types honour rho everywhere
+    phi = spec_from_config({"model_type": "phi3", "hidden_size": 3000, "num_attention_heads": 24,
+                            "partial_rotary_factor": 0.4})  # D = 125, d = int(50.0) = 50
+    assert (phi.head_dim, phi.rotary_dim, phi.freq_dim) == (125, 50, 50)
+    odd = spec_from_config({"model_type": "phi", "head_dim": 80, "partial_rotary_factor": 0.4125,
+                            "rope_theta": 1e4})  # d = int(33.0) = 33 -> width 34, denominator 33
+    assert (odd.rotary_dim, odd.freq_dim) == (34, 33)
+    np.testing.assert_allclose(inv_freq(odd)[0], 1e4 ** (-np.arange(17) * 2 / 33), rtol=1e-14)
+
+
+def test_phi3_legacy_aliases_and_l0_priority():
+    lf = [1.0] * 48
+    base = {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32,
+            "max_position_embeddings": 131072, "original_max_position_embeddings": 4096}
+    for alias in ("su", "yarn", "longrope"):
+        s = spec_from_config({**base, "rope_scaling": {"type": alias, "short_factor": lf, "long_factor": lf,
+                                                       "original_max_position_embeddings": 8192}})
+        assert s.scaling.type == "longrope"
+        assert s.scaling.original_max_position_embeddings == 4096  # the top-level value wins (HF)
+    other = HFQuirks(top_level_original_max_wins=False)
+    s = spec_from_config({**base, "rope_scaling": {"type": "su", "short_factor": lf, "long_factor": lf,
+                                                   "original_max_position_embeddings": 8192}}, quirks=other)
+    assert s.scaling.original_max_position_embeddings == 8192
+    # yarn stays yarn outside Phi-3
+    y = spec_from_config({**LLAMA, "rope_scaling": {"type": "yarn", "factor": 2.0,
+                                                    "original_max_position_embeddings": 2048}})
+    assert y.scaling.type == "yarn"
+
+
+def test_yarn_hf_rules():
+    cfg = {**LLAMA, "max_position_embeddings": 8192}
+    s = spec_from_config({**cfg, "rope_scaling": {"rope_type": "yarn", "factor": None,
+                                                  "original_max_position_embeddings": 2048,
+                                                  "beta_fast": 0, "beta_slow": 0}})
+    assert s.scaling.factor == 4.0  # null factor = M / L0
+    assert s.scaling.beta_fast is None and s.scaling.beta_slow is None  # explicit 0 = unset
+    with pytest.raises(ValueError, match="original_max_position_embeddings"):
+        spec_from_config({**cfg, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}})
+    fb = spec_from_config({**cfg, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},
+                          quirks=HFQuirks(original_max_falls_back_to_max=True))
+    assert fb.scaling.original_max_position_embeddings == 8192
+
+
+def test_mrope_alias_and_interleaved_flag():
+    base = {"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12, "rope_theta": 1e6}
+    s = spec_from_config({**base, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
+    assert s.scaling.type == "default" and s.mrope_section == (16, 24, 24) and s.mrope_layout == "chunked"
+    s = spec_from_config({**base, "rope_parameters": {"rope_type": "default", "mrope_section": [24, 20, 20],
+                                                      "mrope_interleaved": True}})
+    assert s.mrope_layout == "interleaved"
+
+
+def test_deepseek_interleave_flag_and_v2():
+    base = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128}
+    assert spec_from_config(base).pairing == "adjacent_in_half_out"  # rope_interleave defaults to true
+    assert spec_from_config({**base, "rope_interleave": False}).pairing == "half"
+    assert spec_from_config(base).head_dim == 64  # qk_rope_head_dim default
+    assert spec_from_config({"model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16,
+                             "qk_rope_head_dim": 32}).pairing == "adjacent"
+
+
+def test_gpt_neox_rotary_pct_default_and_rope_parameters():
+    s = spec_from_config({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16})
+    assert (s.rotary_dim, s.theta) == (32, 1e4)  # transformers default rotary_pct 0.25
+    s = spec_from_config({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 2e4,
+                                              "partial_rotary_factor": 0.5}})
+    assert (s.rotary_dim, s.theta) == (64, 2e4)
+
+
+def test_annotations_ignored_and_file_loading(tmp_path):
+    cfg = {**LLAMA, "_notes": "anything", "_transformers_defaults_for_absent_keys": {"rope_theta": 5.0}}
+    assert spec_from_config(cfg).theta == 1e4
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert load_config(path) == cfg
+    assert spec_from_config(str(path)) == spec_from_config(cfg)
+
+
+def test_bad_call_arguments(tmp_path):
+    with pytest.raises(TypeError, match="config"):
+        spec_from_config(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="quirks"):
+        spec_from_config(LLAMA, quirks={"x": 1})  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="config"):
+        spec_from_config(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config"):
+        spec_from_config(tmp_path / "broken.json")
+
+
+# ----------------------------------------------------------------------------- malformed corpus
+
+
+def _malformed() -> list[Path]:
+    return sorted(MALFORMED.glob("*.json"))
+
+
+def test_corpus_size():
+    assert len(_malformed()) >= 15
+
+
+@pytest.mark.parametrize("path", _malformed(), ids=lambda p: p.stem)
+def test_malformed_config(path: Path):
+    raw = json.loads(path.read_text())
+    meta = raw[0] if isinstance(raw, list) else raw
+    exc = {"ValueError": ValueError, "TypeError": TypeError}[meta["_expect_error"]]
+    with pytest.raises(exc) as info:
+        spec_from_config(path)
+    assert type(info.value) is exc
+    assert meta["_expect_key"] in str(info.value)
+    assert "Traceback" not in str(info.value)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _cli_args(config, layer_type=None) -> argparse.Namespace:
+    return argparse.Namespace(command="spec", config=str(config), layer_type=layer_type)
+
+
+def test_cli_spec_prints_json(tmp_path, capsys):
+    from conformance import cli_spec
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"model_type": "gemma3_text"}))
+    assert cli_spec.run(_cli_args(path)) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"full_attention", "sliding_attention"}
+    assert RopeSpec.from_dict(out["sliding_attention"]).theta == 1e4
+    assert cli_spec.run(_cli_args(path, "full_attention")) == 0
+    assert RopeSpec.from_dict(json.loads(capsys.readouterr().out)).theta == 1e6
+
+
+def test_cli_spec_error_is_one_line(capsys):
+    from conformance import cli_spec
+
+    assert cli_spec.run(_cli_args(MALFORMED / "linear_factor_below_one.json")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "factor" in err
+
+
+def test_cli_main_dispatch(capsys):
+    from conformance.cli import main
+
+    assert main(["spec", str(MALFORMED / "unknown_rope_type.json")]) == 2
+    assert "rope_type" in capsys.readouterr().err
