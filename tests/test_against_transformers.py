@@ -434,3 +434,35 @@ def test_apply_vision(record):
         x = rng.standard_normal((grid.shape[0], H, spec.head_dim))
         out, _ = fn(torch.from_numpy(x), torch.from_numpy(x), cos, sin)
         _compare(record, name, out, x, grid, spec)
+
+
+def test_partial_rotary_quirk_matches_transformers_source():
+    """HFQuirks.default_honours_partial_rotary == the models whose default init reads rho (installed source)."""
+    import importlib
+    import inspect
+
+    from roperef.hf import HFQuirks
+
+    def reads_rho(model: str) -> bool | None:
+        try:
+            mod = importlib.import_module(f"transformers.models.{model}.modeling_{model}")
+        except ImportError:
+            return None
+        found = [cls for cls in vars(mod).values() if inspect.isclass(cls) and cls.__module__ == mod.__name__
+                 and "compute_default_rope_parameters" in vars(cls)]
+        if not found:
+            return None
+        return any("partial_rotary_factor" in inspect.getsource(c.compute_default_rope_parameters) for c in found)
+
+    honour = HFQuirks().default_honours_partial_rotary
+    checked = 0
+    for model in sorted(honour):
+        got = reads_rho(model)
+        if got is not None:
+            assert got, model
+            checked += 1
+    assert checked >= 15
+    for model in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "llama4", "deepseek_v2",
+                  "deepseek_v3", "cohere", "gpt_oss", "qwen2_vl", "qwen3_vl", "hunyuan_v1_dense"):
+        assert model not in honour
+        assert reads_rho(model) is False, model
