@@ -11,4 +11,20 @@ __all__ = ["BUILTIN_BACKENDS"]
 BUILTIN_BACKENDS: dict[str, str] = {
     "numpy": "conformance.backends.numpy_backend:NumpyBackend",
     "numba": "conformance.backends.numba_backend:NumbaBackend",
+    # JAX and MLX libraries (conformance/backends/<library>.py)
+    "keras-hub": "conformance.backends.keras_hub:KerasHubBackend",
+    "penzai": "conformance.backends.penzai:PenzaiBackend",
+    "mlx": "conformance.backends.mlx:MlxBackend",
+    "mlx-lm": "conformance.backends.mlx_lm:MlxLmBackend",
+    # torch-based libraries (conformance/backends/<library>.py)
+    "hf": "conformance.backends.hf:HFBackend",
+    "hf-gptj": "conformance.backends.hf:HFGPTJBackend",
+    "torchtune": "conformance.backends.torchtune:TorchtuneBackend",
+    "rotary-embedding-torch": "conformance.backends.rotary_embedding_torch:RotaryEmbeddingTorchBackend",
+    "litgpt": "conformance.backends.litgpt:LitGPTBackend",
+    "liger": "conformance.backends.liger:LigerBackend",
+    "flash-attn-triton": "conformance.backends.flash_attn_triton:FlashAttnTritonBackend",
+    "flash-attn": "conformance.backends.flash_attn:FlashAttnBackend",
+    "vllm": "conformance.backends.vllm:VLLMBackend",
+    "transformer-engine": "conformance.backends.transformer_engine:TransformerEngineBackend",
 }

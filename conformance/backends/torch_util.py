@@ -1,0 +1,91 @@
+"""NumPy <-> torch conversion for the torch-based adapters (torch imported lazily, inside functions).
+
+bfloat16 crosses the boundary through ``ml_dtypes``: a NumPy bfloat16 array is viewed as
+uint16, handed to torch as int16 and viewed back as ``torch.bfloat16`` (bit-exact, no
+rounding); the way back is the same in reverse. Every ``to_torch`` call copies, so an
+adapter can never modify the judge's input arrays.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "missing",
+    "torch_dtype",
+    "to_torch",
+    "to_numpy",
+    "positions_to_torch",
+    "vjp",
+]
+
+_TORCH_NAMES = {"float64": "float64", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def missing(*modules: str) -> str | None:
+    """``"<module> not installed"`` for the first top-level module that cannot be found, else None.
+
+    Uses ``importlib.util.find_spec`` so nothing is imported (cheap enough for ``supports``).
+    """
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return f"{name} not installed"
+    return None
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a case dtype name (``float64``, ``float32``, ``float16``, ``bfloat16``)."""
+    import torch
+
+    return getattr(torch, _TORCH_NAMES[name])
+
+
+def to_torch(arr: np.ndarray, device: str = "cpu") -> Any:
+    """A fresh torch tensor holding exactly ``arr`` (float16/32/64, ml_dtypes bfloat16, or integers)."""
+    import torch
+
+    a = np.asarray(arr)
+    if a.dtype.name == "bfloat16":
+        bits = np.ascontiguousarray(a).view(np.uint16).astype(np.int16, copy=True)
+        return torch.from_numpy(bits).view(torch.bfloat16).to(device)
+    return torch.from_numpy(np.array(a, copy=True)).to(device)
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A NumPy copy of tensor ``t`` (bfloat16 -> ml_dtypes.bfloat16, bit-exact)."""
+    import torch
+
+    t = t.detach().to("cpu").contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(np.uint16).view(ml_dtypes.bfloat16).copy()
+    return t.numpy().copy()
+
+
+def positions_to_torch(positions: np.ndarray, device: str = "cpu") -> Any:
+    """int64 positions as a torch.long tensor (a copy)."""
+    return to_torch(np.asarray(positions, dtype=np.int64), device)
+
+
+def vjp(fn: Any, grad: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """``d/dx <fn(x), grad>`` for a function linear in ``x``, via torch autograd.
+
+    RoPE is linear in ``x``, so the primal point does not matter; ``x`` is a copy of
+    ``grad`` (same dtype and shape) so the backward runs in the case dtype, as the library
+    would in training.
+    """
+    import torch
+
+    g = to_torch(grad, device)
+    x = g.clone().requires_grad_(True)
+    y = fn(x)
+    (gx,) = torch.autograd.grad(y, x, grad_outputs=g)
+    return to_numpy(gx)
