@@ -1,0 +1,215 @@
+"""``roperef golden``: generate, verify, list, show and audit golden vectors (and ``export`` if installed).
+
+- ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
+  (reference and Numba twin must agree within 2 ulp) and write it atomically; refuses to
+  overwrite a different set without ``--force``.
+- ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.
+- ``list [--filter PAT] [--tier T]``: catalogue ids with stage and flags.
+- ``show ID [--dir DIR]``: spec, shapes, flags and a few values (from the golden set, else built).
+- ``audit [DIR] [--filter PAT] [--samples N]``: mpmath audit; exit 1 when a forward, backward or
+  apply output exceeds 4 units of roundoff of its pair magnitude.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_parser", "run"]
+
+
+def _export_module() -> ModuleType | None:
+    try:
+        return importlib.import_module("conformance.cli_export")
+    except ModuleNotFoundError as exc:
+        if exc.name != "conformance.cli_export":
+            raise
+        return None
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("golden", help="generate, verify, list, show, audit or export golden vectors",
+                                   description="Golden vectors: the float64 expected outputs of every case.")
+    sub = parser.add_subparsers(dest="golden_command", metavar="ACTION")
+    gen = sub.add_parser("generate", help="build the catalogue's cases and write a golden set")
+    gen.add_argument("--tier", choices=("smoke", "full"), default="smoke")
+    gen.add_argument("--out", default=None, help="directory (default: ROPEREF_GOLDEN or the repo's golden/)")
+    gen.add_argument("--filter", default=None, help="id glob or substring; comma-separated alternatives")
+    gen.add_argument("--force", action="store_true", help="replace a different golden set in --out")
+    ver = sub.add_parser("verify", help="check schema, hashes and recompute the expected outputs")
+    ver.add_argument("dir", nargs="?", default=None)
+    lst = sub.add_parser("list", help="list the catalogue's case ids")
+    lst.add_argument("--filter", default=None)
+    lst.add_argument("--tier", choices=("smoke", "full"), default="full")
+    show = sub.add_parser("show", help="show one case: spec, shapes, flags, a few values")
+    show.add_argument("id")
+    show.add_argument("--dir", default=None, help="golden directory to read the case from")
+    aud = sub.add_parser("audit", help="recompute a sample of expected values with mpmath (50 digits)")
+    aud.add_argument("dir", nargs="?", default=None)
+    aud.add_argument("--filter", default=None)
+    aud.add_argument("--samples", type=int, default=200, help="random elements per case (default 200)")
+    aud.add_argument("--json", dest="json_out", default=None, help="also write the results as JSON here")
+    export = _export_module()
+    if export is not None:
+        export.add_parser(sub)
+    return parser
+
+
+def _progress(done: int, total: int, label: str, start: float) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    bar = "#" * filled + "-" * (width - filled)
+    sys.stderr.write(f"\r[{bar}] {done}/{total} {time.perf_counter() - start:5.1f}s {label[:60]:<60}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .cases import catalogue, materialize, select
+    from .golden import default_golden_dir, write_golden
+
+    recipes = select(catalogue(args.tier), args.filter)
+    if not recipes:
+        print(f"roperef golden generate: error: --filter {args.filter!r} matches no case", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else default_golden_dir()
+    start = time.perf_counter()
+    cases = []
+    for k, recipe in enumerate(recipes):
+        _progress(k, len(recipes), recipe.id, start)
+        cases.append(materialize(recipe))
+    _progress(len(recipes), len(recipes), "done", start)
+    tier = args.tier if not args.filter else f"{args.tier}-filtered"
+    tier = tier if tier in ("smoke", "full") else "custom"
+    write_golden(cases, out, force=args.force, tier=tier)
+    size = sum(p.stat().st_size for p in out.glob("*") if p.is_file())
+    print(f"wrote {len(cases)} cases to {out} ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .golden import default_golden_dir, verify_golden
+
+    folder = Path(args.dir) if args.dir else default_golden_dir()
+    problems = verify_golden(folder)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{folder}: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{folder}: OK (schema, hashes, outputs recomputed within 2 ulp)")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .cases import catalogue, select
+
+    recipes = select(catalogue(args.tier), args.filter)
+    for r in recipes:
+        print(f"{r.id}  [{r.tier}, {r.stage}] {','.join(r.flags)}")
+    print(f"{len(recipes)} case(s)", file=sys.stderr)
+    return 0
+
+
+def _find_case(case_id: str, directory: str | None):  # type: ignore[no-untyped-def]
+    from .cases import catalogue, materialize
+    from .golden import default_golden_dir, load_golden, read_manifest
+
+    folder = Path(directory) if directory else default_golden_dir()
+    if (folder / "manifest.json").is_file():
+        manifest, _ = read_manifest(folder)
+        if case_id in manifest["cases"]:
+            return load_golden(folder).case(case_id), str(folder)
+    for recipe in catalogue("full"):
+        if recipe.id == case_id:
+            return materialize(recipe), "built from the catalogue"
+    raise ValueError(f"case id={case_id!r}: not in the golden set at {folder} nor in the catalogue "
+                     "(see `roperef golden list`)")
+
+
+def _show(args: argparse.Namespace) -> int:
+    case, source = _find_case(args.id, args.dir)
+    print(f"id      {case.id}  ({source})")
+    print(f"family  {case.family}   stage {case.stage}   dtype {case.dtype}   tier {case.tier}")
+    print(f"flags   {', '.join(case.flags) or '-'}")
+    print("spec    " + json.dumps(case.spec.to_dict(), sort_keys=True))
+    with np.printoptions(precision=17, threshold=8, edgeitems=3, linewidth=110):
+        for name, arr in case.arrays.items():
+            flat = np.asarray(arr).ravel()
+            print(f"  {name:<17} {arr.dtype.str} {list(arr.shape)}  first: {flat[:4]}")
+        pos = case.positions
+        if pos is not None and pos.size:
+            print(f"  positions range   [{int(pos.min())}, {int(pos.max())}]")
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .audit import BOUND_UNITS, audit_case
+    from .cases import select
+    from .golden import load_golden
+
+    golden = load_golden(args.dir)
+    cases = select(golden.cases, args.filter)
+    if not cases:
+        print(f"roperef golden audit: error: --filter {args.filter!r} matches no case", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    results = []
+    for k, case in enumerate(cases):
+        _progress(k, len(cases), case.id, start)
+        results.append(audit_case(case, args.samples))
+    _progress(len(cases), len(cases), "done", start)
+    print(f"{'case':<78} {'n':>5} {'max ulp':>9} {'bound':>7}")
+    for r in results:
+        print(f"{r.id:<78} {r.n:>5} {r.max_ulp:>9.3g} {r.max_bound:>7.3g}")
+    rot = [r for r in results if r.stage in ("forward", "backward", "apply")]
+    over = [r for r in rot if not r.within_bound]
+    print(f"audited {sum(r.n for r in results)} elements of {len(results)} cases in "
+          f"{time.perf_counter() - start:.1f} s")
+    for stage in ("inv_freq", "cos_sin", "apply", "forward", "backward"):
+        sel = [r for r in results if r.stage == stage]
+        if sel:
+            worst = max(sel, key=lambda r: r.max_bound)
+            print(f"  {stage:<9} max {max(r.max_ulp for r in sel):.3g} ulp, {worst.max_bound:.3g} units of "
+                  f"u*pair magnitude (worst {worst.id}: {worst.worst}); largest position "
+                  f"{max(r.max_position for r in sel)}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")
+    if over:
+        for r in over:
+            print(f"OVER BOUND ({BOUND_UNITS:g} u): {r.id} {r.max_bound:.3g} at {r.worst}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from .golden import GoldenError
+
+    action = getattr(args, "golden_command", None)
+    handlers = {"generate": _generate, "verify": _verify, "list": _list, "show": _show, "audit": _audit}
+    if action == "export":
+        export = _export_module()
+        if export is None:
+            print("roperef golden export: error: conformance.cli_export is not installed", file=sys.stderr)
+            return 2
+        return int(export.run(args))
+    if action not in handlers:
+        print("usage: roperef golden {generate,verify,list,show,audit" + (",export" if _export_module() else "")
+              + "} ...", file=sys.stderr)
+        return 2
+    try:
+        return handlers[action](args)
+    except GoldenError as exc:
+        print(f"roperef golden {action}: error: {exc}", file=sys.stderr)
+        return 2
