@@ -16,11 +16,6 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "penzai": "conformance.backends.penzai:PenzaiBackend",
     "mlx": "conformance.backends.mlx:MlxBackend",
     "mlx-lm": "conformance.backends.mlx_lm:MlxLmBackend",
-    # JAX and MLX libraries (conformance/backends/<library>.py)
-    "keras-hub": "conformance.backends.keras_hub:KerasHubBackend",
-    "penzai": "conformance.backends.penzai:PenzaiBackend",
-    "mlx": "conformance.backends.mlx:MlxBackend",
-    "mlx-lm": "conformance.backends.mlx_lm:MlxLmBackend",
     # torch-based libraries (conformance/backends/<library>.py)
     "hf": "conformance.backends.hf:HFBackend",
     "hf-gptj": "conformance.backends.hf:HFGPTJBackend",
