@@ -46,6 +46,7 @@ __all__ = [
     "materialize",
     "select",
     "recipe_seed",
+    "recipe_positions",
     "ulp_disagreement",
 ]
 
@@ -238,6 +239,12 @@ def _both(recipe: CaseRecipe, name: str, compute: Callable[[object], object], ch
                     f"by {worst:.3g} ulp (> 2 ulp); refusing to write it"
                 )
     return [np.ascontiguousarray(a, dtype=np.float64) for a in ref_list]
+
+
+def recipe_positions(recipe: CaseRecipe) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``(positions, cu_seqlens)`` :func:`materialize` gives ``recipe`` (drawn first from its generator)."""
+    grid = recipe.shape if recipe.stage == "cos_sin" else recipe.shape[:-2]
+    return build_positions(recipe.positions, recipe.spec.n_axes, grid, np.random.default_rng(recipe.seed))
 
 
 def materialize(recipe: CaseRecipe, *, check_fast: bool = True) -> GoldenCase:

@@ -19,6 +19,7 @@ Regimes (``x`` shape ``[B, T, H, D]`` unless said):
 ``long-odd``  sorted distinct odd positions in [1, 2^20), row 0 forced to hold
               4093, 4095, 4097 and 2^20 - 1
 ``near-2p31`` row 0 the odd positions 2^31 - 1 - 2k; other rows contiguous from 4091
+              (B = 1: first half the odd positions 4093, 4095, ...)
 ``offsets``   contiguous rows with per-row offsets -(T + 21), 4089, 257, 1, ...
 ``decode``    T = 1, B > 1, offsets 4095, 7, 1048573, 4093, 257, 2147483645, ...
 ``varlen``    packed ``[N, H, D]`` + ``cu_seqlens``; >= 5 ragged sequences (one of length
@@ -86,7 +87,7 @@ def _near_2p31_rows(batch: int, seq: int) -> np.ndarray:
     top = _TOP_2P31 - 2 * np.arange(seq, dtype=np.int64)[::-1]
     if batch == 1:
         half = seq // 2
-        return np.concatenate([4091 + np.arange(half), top[half:]])[None].astype(np.int64)
+        return np.concatenate([4093 + 2 * np.arange(half), top[half:]])[None].astype(np.int64)
     rest = [4091 + 2 * (b - 1) + np.arange(seq, dtype=np.int64) for b in range(1, batch)]
     return np.stack([top, *rest]).astype(np.int64)
 

@@ -1,0 +1,202 @@
+"""The case catalogue: ids, tiers, coverage, position regimes, inputs, and the reference/fast agreement."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance.case import DTYPES, FAMILIES
+from conformance.cases import (
+    FLAGS,
+    CaseRecipe,
+    DisagreementError,
+    catalogue,
+    materialize,
+    recipe_positions,
+    select,
+    ulp_disagreement,
+)
+from conformance.cases_catalog import presets_dir
+from roperef.spec import PAIRINGS, SCALING_TYPES
+
+SMOKE = catalogue("smoke")
+FULL = catalogue("full")
+FORWARD_LIKE = ("forward", "backward")
+
+
+def test_ids_unique_well_formed_and_flags_known():
+    for cases in (SMOKE, FULL):
+        ids = [c.id for c in cases]
+        assert len(ids) == len(set(ids))
+    for c in FULL:
+        family, variant, pairing, dtype, shape, positions = c.id.split("/")
+        assert (family, pairing, dtype) == (c.family, c.spec.pairing, c.dtype)
+        assert set(c.flags) <= set(FLAGS)
+        assert c.seed == __import__("zlib").crc32(c.id.encode())
+
+
+def test_full_tier_contains_smoke_and_is_bigger():
+    assert {c.id for c in SMOKE} < {c.id for c in FULL}
+    assert all(c.tier == "smoke" for c in SMOKE)
+
+
+def test_smoke_covers_every_family_scaling_pairing_dtype():
+    assert {c.family for c in SMOKE} == set(FAMILIES)
+    assert {c.spec.scaling.type for c in SMOKE} == set(SCALING_TYPES)
+    assert {c.spec.pairing for c in SMOKE} == set(PAIRINGS)
+    assert {c.dtype for c in SMOKE} == set(DTYPES)
+    grid = {(c.spec.scaling.type, c.spec.pairing, c.dtype) for c in SMOKE if c.family == "forward"}
+    for kind in SCALING_TYPES:
+        for pairing in ("half", "adjacent"):
+            for dtype in DTYPES:
+                assert (kind, pairing, dtype) in grid
+    # every scaling type meets every plain position regime in the smoke forward family
+    regimes = {(c.spec.scaling.type, c.positions) for c in SMOKE if c.family == "forward"}
+    assert len(regimes) == len(SCALING_TYPES) * 6
+
+
+def test_every_forward_like_case_exposes_low_precision_positions():
+    """Odd positions around 4095 and positions > 256 in every forward/backward case (bf16 bugs visible)."""
+    for c in SMOKE:
+        if c.stage not in FORWARD_LIKE:
+            continue
+        pos, _ = recipe_positions(c)
+        values = set(np.unique(pos).tolist())
+        assert {4093, 4095} <= values, c.id
+        assert max(values) > 256, c.id
+        assert any(v % 2 and v >= 1 for v in values), c.id
+
+
+def test_position_regimes_follow_rope_spec_section_6():
+    by_regime: dict[str, list] = {}
+    for c in SMOKE:
+        if c.family == "forward":
+            by_regime.setdefault(c.positions, []).append(recipe_positions(c))
+    assert set(by_regime) == {"short", "long-odd", "near-2p31", "offsets", "decode", "varlen"}
+    for pos, _ in by_regime["near-2p31"]:
+        assert pos.max() == 2**31 - 1
+    for pos, _ in by_regime["long-odd"]:
+        assert pos.max() == 2**20 - 1 and (pos % 2 == 1).all()
+    for pos, _ in by_regime["offsets"]:
+        assert pos.min() < 0 and len({int(r[0]) for r in pos}) == pos.shape[0]
+    for pos, _ in by_regime["decode"]:
+        assert pos.shape[1] == 1 and pos.shape[0] > 1 and len(set(pos.ravel().tolist())) == pos.shape[0]
+    for pos, cu in by_regime["varlen"]:
+        lengths = np.diff(cu)
+        assert len(lengths) >= 5 and 1 in lengths and len(set(lengths.tolist())) > 1
+        assert cu[-1] == pos.shape[0]
+    for pos, _ in by_regime["short"]:
+        assert pos[0, 0] == 0 and pos.max() == 4095  # seq_len = 4096 = L0 boundary
+
+
+def test_model_family_has_a_case_per_preset_spec_with_real_head_dim():
+    from roperef.hf import spec_from_config
+
+    files = sorted(presets_dir().glob("*.json"))
+    assert len(files) >= 20
+    model = [c for c in SMOKE if c.family == "model"]
+    for path in files:
+        resolved = spec_from_config(json.loads(path.read_text()))
+        specs = resolved if isinstance(resolved, dict) else {"": resolved}
+        for key, spec in specs.items():
+            name = path.stem + (f"@{key}" if key else "")
+            mine = [c for c in model if c.id.split("/")[1] == name]
+            assert {c.positions for c in mine} in ({"short", "long-odd"}, {"text-image", "long-odd"},
+                                                   {"grid", "long-odd"}), name
+            assert all(c.spec == spec and c.shape[-1] == spec.head_dim for c in mine), name
+
+
+def test_select_glob_substring_and_alternatives():
+    ids = [c.id for c in select(SMOKE, "forward/yarn/*")]
+    assert ids and all(i.startswith("forward/yarn/") for i in ids)
+    assert all("bfloat16" in c.id for c in select(SMOKE, "bfloat16"))
+    both = select(SMOKE, "freq/linear*, table/")
+    assert {c.family for c in both} == {"freq", "table"}
+    assert select(SMOKE, None) == SMOKE and select(SMOKE, "") == SMOKE
+    assert select(SMOKE, "no-such-case") == []
+
+
+def _one(pattern: str) -> CaseRecipe:
+    found = select(SMOKE, pattern)
+    assert found, pattern
+    return found[0]
+
+
+def test_materialize_is_deterministic_and_inputs_exact_in_dtype():
+    for dtype in DTYPES:
+        recipe = _one(f"forward/default/half/{dtype}/*")
+        a, b = materialize(recipe), materialize(recipe)
+        for name in a.arrays:
+            assert a.arrays[name].tobytes() == b.arrays[name].tobytes()
+        x = a.arrays["x"]
+        assert x.dtype == np.float64
+        np.testing.assert_array_equal(x.astype(a.input_as("x").dtype).astype(np.float64), x)
+    bf = materialize(_one("forward/*/bfloat16/*")).arrays["x"]
+    assert np.array_equal(bf.astype(ml_dtypes.bfloat16).astype(np.float64), bf)
+    assert ((bf.astype(np.float32).view(np.uint32) & 0xFFFF) == 0).all()  # 8 significant bits: bfloat16
+    f32 = materialize(_one("forward/*/float32/*")).arrays["x"]
+    assert not ((f32.astype(np.float32).view(np.uint32) & 0xFFFF) == 0).all()
+
+
+def test_scales_and_zeros():
+    big = materialize(_one("*-x1000")).arrays["x"]
+    small = materialize(_one("*-x0.001")).arrays["x"]
+    zeros = materialize(_one("*-zeros")).arrays["x"]
+    assert 100 < np.abs(big).max() < 65504
+    assert 1e-4 < np.abs(small).max() < 1e-2
+    assert (zeros == 0).sum() > 0.05 * zeros.size
+
+
+def test_expected_matches_an_independent_complex_rotation():
+    """forward/default/half/float64: y = x_pair * exp(i p w), computed here with complex numbers."""
+    case = materialize(_one("forward/default/half/float64/b2-s16*"))
+    x, pos, y = case.arrays["x"], case.arrays["positions"], case.arrays["y"]
+    n = x.shape[-1] // 2
+    w = 10000.0 ** (-(2.0 * np.arange(n)) / (2 * n))
+    z = (x[..., :n] + 1j * x[..., n:]) * np.exp(1j * (pos[..., None, None] * w))
+    want = np.concatenate([z.real, z.imag], axis=-1)
+    # complex exp rounds p*w once: error ~ 2^-53 |p w|, so compare loosely at these positions
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-9 * max(1.0, float(np.abs(pos).max()) / 4096))
+
+
+def test_disagreement_between_reference_and_fast_is_refused(monkeypatch):
+    from roperef import fast
+
+    recipe = _one("forward/linear/half/float32/*")
+    original = fast.forward
+
+    def skewed(*args, **kwargs):
+        y = original(*args, **kwargs)
+        return y * (1 + 2.0**-45)
+
+    monkeypatch.setattr(fast, "forward", skewed)
+    with pytest.raises(DisagreementError, match=recipe.id.replace("/", "/")):
+        materialize(recipe)
+
+
+def test_ulp_disagreement():
+    a = np.array([1.0, -2.0, 0.0])
+    assert ulp_disagreement(a, a) == 0.0
+    assert ulp_disagreement(np.array([1.0, -2.0]), np.nextafter(np.array([1.0, -2.0]), 10)) <= 1.0
+    assert ulp_disagreement(np.array([1.0]), np.array([1.0 + 3 * 2.0**-52])) == pytest.approx(3.0)
+    assert ulp_disagreement(np.array([np.nan]), np.array([1.0])) == float("inf")
+    assert ulp_disagreement(np.float64(2.0), np.float64(2.0)) == 0.0
+
+
+def test_recipe_validation_names_the_problem():
+    good = SMOKE[0]
+    with pytest.raises(ValueError, match="flags"):
+        CaseRecipe(**{**good.__dict__, "flags": ("not-a-flag",)})
+    with pytest.raises(ValueError, match="tier"):
+        CaseRecipe(**{**good.__dict__, "tier": "huge"})
+    with pytest.raises(ValueError, match="case id"):
+        CaseRecipe(**{**good.__dict__, "id": "too/short"})
+
+
+def test_family_counts_are_reasonable():
+    counts = Counter(c.family for c in SMOKE)
+    assert counts["forward"] >= 64 and counts["model"] >= 2 * 25 and counts["freq"] >= 15
