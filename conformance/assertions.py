@@ -1,0 +1,48 @@
+"""``assert_rope_conforms(backend, filter=...)``: the judge inside a backend's own test suite.
+
+    from conformance.assertions import assert_rope_conforms
+
+    def test_my_kernel_conforms():
+        assert_rope_conforms(MyBackend(), filter="forward/*/half/*")
+
+Raises ``AssertionError`` listing every FAIL/ERROR with its message, diagnosis and repro
+command; returns the :class:`~conformance.runner.RunReport` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = ["assert_rope_conforms"]
+
+
+def assert_rope_conforms(
+    backend: Any,
+    filter: str | Sequence[str] | None = None,  # noqa: A002 - the documented keyword
+    *,
+    dtypes: Sequence[str] = (),
+    tier: str = "smoke",
+    profile: str | None = None,
+    golden: str | None = None,
+    xfail: str | None = None,
+    cases: Sequence[Any] | None = None,
+) -> Any:
+    """Run the selected golden cases on ``backend`` (object, short name or module:attr)."""
+    from .backends.resolve import resolve_backend
+    from .cli_check import load_cases
+    from .runner import RunOptions, run_cases
+    from .xfail import load_xfail
+
+    obj = resolve_backend(backend)
+    filters = [filter] if isinstance(filter, str) else list(filter or [])
+    selected = list(cases) if cases is not None else load_cases(golden, tier, filters, dtypes).cases
+    options = RunOptions(profile=profile, xfail=load_xfail(xfail) if xfail else None)
+    report = run_cases(obj, selected, options)
+    bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]
+    if bad:
+        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed:"]
+        for r in bad:
+            diag = f"\n    {r.diagnosis['summary']}" if r.diagnosis else ""
+            lines.append(f"  {r.status} {r.id}: {r.message}{diag}")
+        raise AssertionError("\n".join(lines))
+    return report

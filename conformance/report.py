@@ -1,0 +1,208 @@
+"""Reports of a run: console table, JSON (docs/report-schema.md), JUnit XML, Markdown, plots.
+
+Every FAIL/ERROR line ends with a copy-paste command that reproduces just that case.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Mapping, TextIO
+
+from .runner import STATUSES, CaseResult, RunReport
+
+__all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
+
+SCHEMA = "roperef-check-report/1"
+
+
+def environment() -> dict[str, Any]:
+    """Versions and machine, for the JSON report."""
+    import numpy
+
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "numpy": numpy.__version__,
+    }
+    for mod in ("numba", "ml_dtypes", "roperef"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - optional
+            env[mod] = None
+    return env
+
+
+def _family_rows(report: RunReport) -> list[tuple[str, dict[str, int]]]:
+    fams: dict[str, dict[str, int]] = {}
+    for r in report.results:
+        fams.setdefault(r.family, {s: 0 for s in STATUSES})[r.status] += 1
+    return sorted(fams.items())
+
+
+def _budget(r: CaseResult) -> float:
+    return r.metrics.budget_used if r.metrics else 0.0
+
+
+def summary_line(report: RunReport) -> str:
+    c = report.counts()
+    parts = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
+    verdict = "OK" if report.ok else "FAILED"
+    return f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
+
+
+def _failure_line(r: CaseResult) -> str:
+    diag = f"; {r.diagnosis['summary']}" if r.diagnosis else ""
+    xf = f" [xfail: {r.xfail_reason}]" if r.xfail_reason else ""
+    tail = f"\n      repro: {r.repro}" if r.repro else ""
+    return f"  {r.status:<6} {r.id}: {r.message}{diag}{xf}{tail}"
+
+
+def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None = None, worst: int = 5) -> None:
+    """The human report: header, table per family, worst cases, failures with repro commands."""
+    w = out.write
+    prof = report.profile
+    w(f"roperef check: backend {report.backend} (angles {report.capabilities.get('angle_dtype')}, "
+      f"tables {report.capabilities.get('table_dtype')})\n")
+    w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
+      f"c_log={prof.get('c_log'):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
+    if golden:
+        w(f"golden set {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
+    head = f"{'family':<10}" + "".join(f"{s:>14}" for s in STATUSES) + f"{'worst budget':>14}\n"
+    w("\n" + head + "-" * (len(head) - 1) + "\n")
+    for fam, counts in _family_rows(report):
+        worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
+        w(f"{fam:<10}" + "".join(f"{counts[s]:>14}" for s in STATUSES) + f"{worst_b:>14.3g}\n")
+    ranked = sorted((r for r in report.results if r.metrics), key=_budget, reverse=True)[:worst]
+    if ranked:
+        w("\nhighest budget used (error / bound; pass <= 1):\n")
+        for r in ranked:
+            m = r.metrics
+            w(f"  {m.budget_used:9.3g}  {r.status:<6} {r.id}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
+    bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "XFAIL", "XPASS")]
+    if bad:
+        w("\nproblems:\n")
+        for r in bad:
+            w(_failure_line(r) + "\n")
+    if report.stale_xfails:
+        w("\nstale expected-failure entries:\n")
+        for e in report.stale_xfails:
+            w(f"  line {e['line']}: {e['pattern']} ({e['why']})\n")
+    w("\n" + summary_line(report) + "\n")
+
+
+def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, command: list[str] | None = None) -> dict[str, Any]:
+    """The JSON document (schema :data:`SCHEMA`, documented in docs/report-schema.md)."""
+    return {
+        "schema": SCHEMA,
+        "command": command,
+        "environment": environment(),
+        "golden": dict(golden or {}),
+        "backend": {"name": report.backend, "capabilities": report.capabilities},
+        "profile": report.profile,
+        "summary": {"ok": report.ok, "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3)},
+        "stale_xfails": report.stale_xfails,
+        "results": [r.to_dict() for r in report.results],
+    }
+
+
+def _finite_json(obj: Any) -> Any:
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_json(v) for v in obj]
+    return obj
+
+
+def write_json(report: RunReport, path: str | Path, **kw: Any) -> None:
+    Path(path).write_text(json.dumps(_finite_json(to_json(report, **kw)), indent=1) + "\n", encoding="utf-8")
+
+
+def write_junit(report: RunReport, path: str | Path) -> None:
+    """JUnit XML: one testsuite per family, one testcase per case (skipped = NOT_SUPPORTED/XFAIL)."""
+    root = ET.Element("testsuites", name=f"roperef check {report.backend}", time=f"{report.seconds:.3f}")
+    by_family: dict[str, list[CaseResult]] = {}
+    for r in report.results:
+        by_family.setdefault(r.family, []).append(r)
+    for fam, results in sorted(by_family.items()):
+        suite = ET.SubElement(
+            root, "testsuite", name=fam, tests=str(len(results)),
+            failures=str(sum(r.status == "FAIL" for r in results)),
+            errors=str(sum(r.status == "ERROR" for r in results)),
+            skipped=str(sum(r.status in ("NOT_SUPPORTED", "XFAIL") for r in results)),
+            time=f"{sum(r.seconds for r in results):.3f}",
+        )
+        for r in results:
+            tc = ET.SubElement(suite, "testcase", classname=f"roperef.{fam}", name=r.id, time=f"{r.seconds:.3f}")
+            text = r.message + (f"\n{r.diagnosis['summary']}" if r.diagnosis else "") + (f"\nrepro: {r.repro}" if r.repro else "")
+            if r.status == "FAIL":
+                ET.SubElement(tc, "failure", message=r.message[:500]).text = text
+            elif r.status == "ERROR":
+                ET.SubElement(tc, "error", message=r.message[:500]).text = text
+            elif r.status in ("NOT_SUPPORTED", "XFAIL"):
+                ET.SubElement(tc, "skipped", message=f"{r.status}: {r.xfail_reason or r.message}"[:500])
+            elif r.status == "XPASS":
+                ET.SubElement(tc, "system-out").text = f"XPASS (expected failure: {r.xfail_reason})"
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
+    lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
+    if golden:
+        lines += [f"Golden set `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
+    lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
+    for fam, counts in _family_rows(report):
+        worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
+        lines.append(f"| {fam} | " + " | ".join(str(counts[s]) for s in STATUSES) + f" | {worst_b:.3g} |")
+    bad = [r for r in report.results if r.status not in ("PASS", "NOT_SUPPORTED")]
+    if bad:
+        lines += ["", "## Problems", "", "| status | case | message | likely cause | repro |", "|---|---|---|---|---|"]
+        for r in bad:
+            diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
+            lines.append(f"| {r.status} | `{r.id}` | {_md(r.message)} | {_md(diag)} | `{_md(r.repro)}` |")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) -> list[Path]:
+    """PNG of error/bound vs position for each failing or near-failing case (budget >= ``near``).
+
+    Raises RuntimeError with an install hint when matplotlib is missing.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise RuntimeError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
+    out_dir = Path(directory)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for r in report.results:
+        m = r.metrics
+        if m is None or m.profile_positions is None or m.budget_used < near:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.plot(m.profile_positions, m.profile_ratios, ".", ms=3)
+        ax.axhline(1.0, color="red", lw=1, label="bound")
+        ax.set_yscale("symlog", linthresh=1e-3)
+        ax.set_xlabel("position")
+        ax.set_ylabel("max |error| / bound")
+        ax.set_title(f"{r.status} {r.id}", fontsize=8)
+        ax.legend(loc="best", fontsize=7)
+        fig.tight_layout()
+        path = out_dir / (r.id.replace("/", "__").replace("@", "_") + ".png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
