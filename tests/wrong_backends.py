@@ -81,10 +81,11 @@ class Buggy(Float32Emulation):
     def _tables(self, spec: RopeSpec, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         seq_len = max(int(rows.max()) + 1, 1) if rows.size else 1
         w, s = self._freqs(spec, seq_len)
-        r = self._rows(spec, rows)
-        p = np.moveaxis(r, 0, -1).astype(F32)[..., pair_axes(spec)]
-        phi = (p * w).astype(F32).astype(np.float64)
-        return (np.cos(phi).astype(F32) * s).astype(F32), (np.sin(phi).astype(F32) * s).astype(F32)
+        with np.errstate(over="ignore", invalid="ignore"):  # fp16 positions overflow past 65504
+            r = self._rows(spec, rows)
+            p = np.moveaxis(r, 0, -1).astype(F32)[..., pair_axes(spec)]
+            phi = (p * w).astype(F32).astype(np.float64)
+            return (np.cos(phi).astype(F32) * s).astype(F32), (np.sin(phi).astype(F32) * s).astype(F32)
 
     def inv_freq(self, spec, seq_len):
         w, s = self._freqs(self._spec(spec), seq_len)
