@@ -82,8 +82,8 @@ def _input_array(case: GoldenCase, name: str) -> np.ndarray:
     arr = case.arrays[name]
     if name in _FLOAT_INPUTS:
         store = "float32" if case.dtype == "bfloat16" else case.dtype
-        return np.ascontiguousarray(np.asarray(arr, dtype=np.float64).astype(store))
-    return np.ascontiguousarray(np.asarray(arr, dtype=np.int64))
+        return np.asarray(arr, dtype=np.float64).astype(store, order="C")
+    return np.asarray(arr).astype(np.int64, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
 
 
 def export_case(case: GoldenCase, out_dir: str | Path) -> Path:

@@ -78,3 +78,10 @@ def write_golden_dir(directory: Path, cases) -> Path:
 
     write_golden(list(cases), directory, tier="smoke")
     return directory
+
+
+def materialize_subset(pattern: str) -> list[GoldenCase]:
+    """Only the catalogue recipes matching ``pattern``, materialized (cheaper than the whole tier)."""
+    from conformance.cases import catalogue, materialize, select
+
+    return [materialize(r, check_fast=False) for r in select(catalogue("smoke"), pattern)]
