@@ -181,8 +181,10 @@ def _audit(args: argparse.Namespace) -> int:
         sel = [r for r in results if r.stage == stage]
         if sel:
             worst = max(sel, key=lambda r: r.max_bound)
-            print(f"  {stage:<9} max {max(r.max_ulp for r in sel):.3g} ulp, {worst.max_bound:.3g} units of "
-                  f"u*pair magnitude (worst {worst.id}: {worst.worst}); largest position "
+            unit = "relative, units of u" if stage == "inv_freq" else "units of u*s" if stage == "cos_sin" else \
+                "units of u*pair magnitude"
+            print(f"  {stage:<9} max {max(r.max_ulp for r in sel):.3g} ulp, {worst.max_bound:.3g} {unit} "
+                  f"(worst {worst.id}: {worst.worst}); largest position "
                   f"{max(r.max_position for r in sel)}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")

@@ -260,3 +260,15 @@ def test_cli_verify_reports_damage(tmp_path, capsys):
     victim.write_bytes(victim.read_bytes()[:-10])
     assert main(["golden", "verify", str(out)]) == 1
     assert victim.name in capsys.readouterr().out
+
+
+def test_export_subcommand_is_wired_when_installed():
+    import importlib.util
+
+    from conformance.cli import build_parser
+
+    parser, _ = build_parser()
+    golden = parser._subparsers._group_actions[0].choices["golden"]
+    actions = golden._subparsers._group_actions[0].choices
+    assert {"generate", "verify", "list", "show", "audit"} <= set(actions)
+    assert ("export" in actions) == (importlib.util.find_spec("conformance.cli_export") is not None)
