@@ -20,6 +20,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "hf": "conformance.backends.hf:HFBackend",
     "hf-gptj": "conformance.backends.hf:HFGPTJBackend",
     "torchtune": "conformance.backends.torchtune:TorchtuneBackend",
+    "torchtune-qwen2": "conformance.backends.torchtune:TorchtuneQwen2Backend",
     "rotary-embedding-torch": "conformance.backends.rotary_embedding_torch:RotaryEmbeddingTorchBackend",
     "litgpt": "conformance.backends.litgpt:LitGPTBackend",
     "liger": "conformance.backends.liger:LigerBackend",
