@@ -261,7 +261,7 @@ def _budget(a: Mapping[str, Arr], b: Mapping[str, Arr], bound: Mapping[str, Arr]
         y = np.asarray(b[name], dtype=np.float64)
         if x.shape != y.shape:
             return float("inf")
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             err = np.abs(x - y)
             ratio = np.where(err == 0, 0.0, err / bnd)
         if np.isnan(ratio).any():

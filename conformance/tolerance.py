@@ -452,7 +452,7 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         got = np.asarray(actual[name], dtype=np.float64)
         err = np.abs(got - e)
         b = np.asarray(bound[name], dtype=np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(err == 0, 0.0, err / b)
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
         n += err.size
