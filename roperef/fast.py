@@ -146,8 +146,6 @@ def apply(
     arr = float_array(x, "x")
     c, s = _check_tables(arr, cos, sin, spec)
     grid, n = arr.shape[:-2], spec.n_pairs
-    if np.broadcast_shapes(c.shape[:-1], grid) != grid:
-        bad("cos.shape", c.shape, f"leading dims must broadcast to x.shape[:-2]={grid} (tables are [..., n])")
     c2 = np.ascontiguousarray(np.broadcast_to(c, (*grid, n))).reshape((math.prod(grid), n))
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
