@@ -54,7 +54,7 @@ def to_torch(arr: np.ndarray, device: str = "cpu") -> Any:
     a = np.asarray(arr)
     if a.dtype.name == "bfloat16":
         bits = np.ascontiguousarray(a).view(np.uint16).astype(np.int16, copy=True)
-        return torch.from_numpy(bits).view(torch.bfloat16).to(device)
+        return torch.from_numpy(bits).view(torch.bfloat16).clone().to(device)
     return torch.from_numpy(np.array(a, copy=True)).to(device)
 
 

@@ -1,0 +1,143 @@
+"""``liger``: Liger-Kernel's Triton RoPE (``liger_kernel.ops.rope.LigerRopeFunction``), forward and backward.
+
+Liger replaces HF's ``apply_rotary_pos_emb`` in patched models: the tables still come from
+the model's rotary module, the rotation runs in the Triton kernel. The adapter does the
+same: ``forward``/``backward`` take cos/sin from the transformers family module that
+:func:`conformance.backends.hf.route` picks for the spec (Llama, GPT-NeoX for partial,
+Phi-3, Gemma 3/4: half pairing, window first) and call
+``LigerRopeFunction.apply(q, k, cos, sin, None, 1, rotary_dim)`` with ``q = k`` as
+``[B, H, T, D]``; the kernel's own backward (rotation by ``-sin``) is reached through
+torch autograd. ``apply`` feeds the given canonical tables re-laid-out as
+``cat(c, c)``. The kernel loads ``x`` converted to the table dtype (the input dtype in
+HF), so angle float32, tables in the input dtype.
+
+CPU: the kernel runs under the Triton interpreter. ``TRITON_INTERPRET=1`` must be in the
+environment before ``triton`` is imported; the adapter sets it when no CUDA device is
+present and triton is not imported yet, and otherwise reports NOT_SUPPORTED with that
+reason (run the check with ``--isolate`` so the worker process sets it first).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roperef.spec import SCALING_TYPES, RopeSpec
+
+from ..case import FEATURES, GoldenCase
+from .base import BaseBackend, Capabilities
+from .hf import route
+from .torch_util import missing, to_numpy, to_torch, vjp
+
+__all__ = ["LigerBackend", "ensure_triton_backend", "interpreted"]
+
+_FAMILIES = ("llama", "gpt_neox", "phi3", "gemma3", "gemma4")
+
+
+def ensure_triton_backend() -> str | None:
+    """Make Triton runnable here: a CUDA device, or the interpreter. Returns a reason when it cannot."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    if "triton" in sys.modules:
+        return "no CUDA device and triton was imported without TRITON_INTERPRET=1 (set it, or use --isolate)"
+    os.environ["TRITON_INTERPRET"] = "1"
+    return None
+
+
+def interpreted() -> bool:
+    """Whether Triton kernels run under the CPU interpreter here."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@dataclass
+class LigerBackend(BaseBackend):
+    name: str = "liger"
+    capabilities: Capabilities = field(
+        default_factory=lambda: Capabilities(
+            stages=frozenset({"apply", "forward", "backward"}),
+            pairings=frozenset({"half"}),
+            scaling_types=frozenset(SCALING_TYPES) - {"ntk"},
+            features=frozenset(FEATURES)
+            - {"window_last", "mrope_chunked", "mrope_interleaved", "vision_qwen_vl", "vision_pixtral"},
+            angle_dtype="float32",
+            table_dtype="input",
+            notes="Triton kernel (interpreter on CPU); tables from the HF rotary module, cast to the input dtype.",
+        )
+    )
+
+    def supports(self, case: GoldenCase) -> "bool | str":
+        base = super().supports(case)
+        if base is not True:
+            return base
+        reason = missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
+        if reason:
+            return reason
+        if case.dtype == "bfloat16" and interpreted():
+            return "Triton interpreter (CPU): bfloat16 arithmetic is wrong in triton 3.9 (docs/backends-torch.md)"
+        if case.stage != "apply":
+            reason = missing("transformers")
+            if reason:
+                return reason
+            fam = route(case.spec)
+            if isinstance(fam, str) or fam.key not in _FAMILIES:
+                return "tables come from HF Llama/GPT-NeoX/Phi-3/Gemma rotary modules; none matches this spec"
+        return True
+
+    # ---- kernel call ------------------------------------------------------------------------
+    @staticmethod
+    def _rotate(xt: Any, cos: Any, sin: Any, spec: RopeSpec) -> Any:
+        """xt ``[*P, H, D]``; cos/sin ``[*P, r]`` (cat layout): run the kernel on ``[B, H, T, D]``."""
+        from liger_kernel.ops.rope import LigerRopeFunction
+
+        shape, r = xt.shape, cos.shape[-1]
+        grid = tuple(shape[:-2])
+        bt = grid if len(grid) == 2 else (1, int(np.prod(grid)))
+        q = xt.reshape(*bt, *shape[-2:]).transpose(1, 2)
+        k = q.detach().clone()  # the kernel rotates q and k in one launch; only q is returned
+        y, _ = LigerRopeFunction.apply(q, k, cos.reshape(*bt, r), sin.reshape(*bt, r), None, 1, spec.rotary_dim)
+        return y.transpose(1, 2).reshape(shape)
+
+    def apply(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> np.ndarray:
+        import torch
+
+        ensure_triton_backend()
+        grid = x.shape[:-2]
+        c = to_torch(np.broadcast_to(cos, (*grid, spec.n_pairs)))
+        s = to_torch(np.broadcast_to(sin, (*grid, spec.n_pairs)))
+        with torch.no_grad():
+            return to_numpy(self._rotate(to_torch(x), torch.cat((c, c), -1), torch.cat((s, s), -1), spec))
+
+    def _forward_fn(self, spec: RopeSpec, positions: np.ndarray, shape: tuple[int, ...]) -> Any:
+        from .hf import HFBackend
+
+        ensure_triton_backend()
+        fam = route(spec)
+        assert not isinstance(fam, str)
+        grid = tuple(shape[:-2])
+        hf = HFBackend()
+        module = fam.rotary_module(fam.config(spec))
+        pid = hf._position_ids(fam, spec, np.asarray(positions, dtype=np.int64), grid)
+
+        def fn(xt: Any) -> Any:
+            cos, sin = fam.tables(module, xt, pid)
+            R = cos.shape[-1]
+            return self._rotate(xt, cos.reshape(*grid, R), sin.reshape(*grid, R), spec)
+
+        return fn
+
+    def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
+
+    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
+        return vjp(self._forward_fn(spec, positions, grad.shape), grad)
