@@ -45,12 +45,9 @@ from roperef.spec import SCALING_TYPES, RopeSpec
 from ..case import FEATURES, GoldenCase, case_features
 from .base import BaseBackend, Capabilities
 from .hf_families import FAMILIES, Family
-from .torch_util import missing, positions_to_torch, to_numpy, to_torch, vjp
+from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
 
 __all__ = ["HFBackend", "HFGPTJBackend", "route"]
-
-#: GPT-J precomputes a table with one row per position up to max_position_embeddings.
-GPTJ_MAX_POSITION = 1 << 21
 
 _HF_SCALING = frozenset(SCALING_TYPES) - {"ntk"}  # transformers has no fixed-NTK (alpha) rope_type
 
@@ -142,8 +139,9 @@ class HFBackend(BaseBackend):
             if case.stage == "inv_freq":
                 return "GPT-J exposes no inv_freq function (create_sinusoidal_positions builds the table)"
             pos = case.positions
-            if pos is not None and pos.size and (pos.min() < 0 or pos.max() >= GPTJ_MAX_POSITION):
-                return f"GPT-J indexes a table: positions must be in [0, {GPTJ_MAX_POSITION})"
+            rows = max_cache_rows()
+            if pos is not None and pos.size and (pos.min() < 0 or pos.max() >= rows):
+                return f"GPT-J indexes a table of max_position_embeddings rows: positions must be in [0, {rows})"
         if fam.vision and "varlen" in case_features(case):
             return "HF vision rotary takes (h, w) per token, no cu_seqlens"
         return True

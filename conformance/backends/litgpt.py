@@ -30,11 +30,10 @@ from roperef.spec import RopeSpec
 
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
-from .torch_util import missing, positions_to_torch, to_numpy, to_torch, vjp
+from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
 
-__all__ = ["LitGPTBackend", "MAX_CACHE_ROWS"]
+__all__ = ["LitGPTBackend"]
 
-MAX_CACHE_ROWS = (1 << 20) + (1 << 12)
 
 
 @dataclass
@@ -65,8 +64,9 @@ class LitGPTBackend(BaseBackend):
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"
         pos = case.positions
-        if pos is not None and pos.size and int(pos.max()) >= MAX_CACHE_ROWS:
-            return f"cache lookup: positions >= {MAX_CACHE_ROWS} need a larger cache than the adapter builds"
+        rows = max_cache_rows()
+        if pos is not None and pos.size and int(pos.max()) >= rows:
+            return f"cache lookup: positions >= {rows} need a larger table than ROPEREF_MAX_CACHE_ROWS allows"
         return True
 
     # ---- cache ------------------------------------------------------------------------------

@@ -20,7 +20,30 @@ __all__ = [
     "to_numpy",
     "positions_to_torch",
     "vjp",
+    "max_cache_rows",
 ]
+
+#: Default largest position table a cache-lookup adapter builds (rows = max position + 1).
+DEFAULT_MAX_CACHE_ROWS = (1 << 20) + (1 << 12)
+
+
+def max_cache_rows() -> int:
+    """Rows a table-lookup adapter may build: env ``ROPEREF_MAX_CACHE_ROWS`` or 2^20 + 4096.
+
+    Engines such as torchtune, litgpt and GPT-J precompute one row per position, so a case at
+    position ~2^20 costs a ~2^20-row table (seconds of CPU); CI may lower the limit for time."""
+    import os
+
+    raw = os.environ.get("ROPEREF_MAX_CACHE_ROWS")
+    if raw is None:
+        return DEFAULT_MAX_CACHE_ROWS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"ROPEREF_MAX_CACHE_ROWS={raw!r}: must be a positive integer") from None
+    if value < 1:
+        raise ValueError(f"ROPEREF_MAX_CACHE_ROWS={raw!r}: must be a positive integer")
+    return value
 
 _TORCH_NAMES = {"float64": "float64", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 

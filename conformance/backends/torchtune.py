@@ -12,7 +12,7 @@
 Both rotate the whole head (no partial rotary), take no scaling other than llama3, and
 index a cache with ``input_pos``: positions must lie in ``[0, max_seq_len)``; the adapter
 sizes the cache to ``max(position) + 1`` rows and declines positions past
-:data:`MAX_CACHE_ROWS` (memory). ``input_pos [b, s]`` may differ per batch row, so packed
+``ROPEREF_MAX_CACHE_ROWS`` (default 2^20 + 4096; memory and time). ``input_pos [b, s]`` may differ per batch row, so packed
 (varlen) sequences are a ``[1, tokens]`` batch. torchtune's ``VisionRotaryPositionalEmbeddings``
 is a third 2-D form (adjacent pairs, (x+1, y+1) per tile, CLS token at zero) that
 :class:`RopeSpec` does not describe: not adapted.
@@ -29,12 +29,10 @@ from roperef.spec import RopeSpec
 
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
-from .torch_util import missing, positions_to_torch, to_numpy, to_torch, vjp
+from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
 
-__all__ = ["TorchtuneBackend", "TorchtuneQwen2Backend", "MAX_CACHE_ROWS"]
+__all__ = ["TorchtuneBackend", "TorchtuneQwen2Backend"]
 
-#: Largest cache the adapter builds (rows = max position + 1): 2^20 + 4096 rows (D=128: ~0.5 GiB float32).
-MAX_CACHE_ROWS = (1 << 20) + (1 << 12)
 
 _UNSUPPORTED_FEATURES = {"partial", "window_last", "odd_freq_dim", "negative_positions", "mrope_chunked",
                          "mrope_interleaved", "vision_qwen_vl", "vision_pixtral"}
@@ -71,8 +69,9 @@ class TorchtuneBackend(BaseBackend):
         if reason:
             return reason
         pos = case.positions
-        if pos is not None and pos.size and int(pos.max()) >= MAX_CACHE_ROWS:
-            return f"cache lookup: positions >= {MAX_CACHE_ROWS} need a larger cache than the adapter builds"
+        rows = max_cache_rows()
+        if pos is not None and pos.size and int(pos.max()) >= rows:
+            return f"cache lookup: positions >= {rows} need a larger table than ROPEREF_MAX_CACHE_ROWS allows"
         return True
 
     # ---- the module -------------------------------------------------------------------------
