@@ -89,7 +89,7 @@ def scalings(draw: st.DrawFn, n_pairs: int, types: Sequence[str] = SCALING_TYPES
         )
     if kind == "longrope":
         factors = st.lists(_positive(0.5, 64.0), min_size=n_pairs, max_size=n_pairs).map(tuple)
-        l0 = draw(st.integers(1, 1 << 17))
+        l0 = draw(st.integers(2, 1 << 17))  # L0 = 1 is rejected when s = sqrt(1 + ln f / ln L0) is derived
         factor = opt(_positive(0.5, 64.0))
         m = draw(st.integers(1, 1 << 18)) if factor is None else opt(st.integers(1, 1 << 18))
         return Scaling(

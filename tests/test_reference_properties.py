@@ -66,19 +66,20 @@ def shift(spec: RopeSpec, positions: np.ndarray, delta: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pairing, partner", [("adjacent", (1, 3)), ("half", (2, 3))])
-def test_roformer_manual_rotation_at_m3(pairing, partner):
-    """RoFormer eq. (13)-(14): at m = 3 pair i rotates by 3*theta_i, theta_i = 10000^(-2i/d)."""
+@pytest.mark.parametrize("pairing, pair0, pair1", [("adjacent", (0, 1), (2, 3)), ("half", (0, 2), (1, 3))])
+def test_roformer_manual_rotation_at_m3(pairing, pair0, pair1):
+    """RoFormer eq. (13)-(14): at m = 3 pair i rotates by 3*theta_i, theta_i = 10000^(-2i/d), d = 4.
+
+    The 2x2 rotation [[cos, -sin], [sin, cos]] is written out with math.cos/math.sin;
+    theta_0 = 1 and theta_1 = 10000^(-1/2) = 0.01.
+    """
     spec = RopeSpec(head_dim=4, pairing=pairing)
     x = np.array([0.3, -1.7, 2.5, 0.9])
     y = forward(x.reshape(1, 1, 1, 4), np.array([[3]]), spec).reshape(4)
-    b0, b1 = partner  # channel paired with 0 and with (1 or 2)
-    a1 = 1 if pairing == "adjacent" else 2  # first channel of pair 1
-    a1, b1 = (2, 3) if pairing == "adjacent" else (1, 3)
-    for a, b, angle in ((0, b0, 3.0), (a1, b1, 3.0 * 0.01)):  # 10000^(-2/4) = 0.01
+    for (a, b), angle in ((pair0, 3.0 * 1.0), (pair1, 3.0 * 0.01)):
         c, s = math.cos(angle), math.sin(angle)
-        want_a = x[a] * c - x[b] * s
-        want_b = x[a] * s + x[b] * c
+        want_a = c * x[a] - s * x[b]
+        want_b = s * x[a] + c * x[b]
         tol = 4 * U * (abs(x[a]) + abs(x[b]))
         assert abs(y[a] - want_a) <= tol, (a, y[a], want_a)
         assert abs(y[b] - want_b) <= tol, (b, y[b], want_b)
@@ -96,7 +97,21 @@ def test_roformer_equal_dot_products(pairing, seed):
 
     scale = float(np.sum(np.abs(q)) * np.sum(np.abs(k)))
     assert abs(dot(0, 1) - dot(5, 6)) <= 32 * U * scale
-    assert abs(dot(0, 1) - dot(0, 2)) > 1e-6 * scale or scale < 1e-3
+
+
+def test_roformer_dot_product_depends_on_offset():
+    """Guard for the previous test: the logit does change with m - n (q = k = ones)."""
+    spec = RopeSpec(head_dim=8)
+    ones = np.ones((1, 1, 1, 8))
+
+    def dot(m: int, n: int) -> float:
+        return float(np.sum(forward(ones, np.array([[m]]), spec) * forward(ones, np.array([[n]]), spec)))
+
+    # <R(m) 1, R(n) 1> = 2 sum_i cos((m - n) w_i), w = 1, 0.1, 0.01, 0.001
+    for delta in (1, 2, 5):
+        want = 2 * sum(math.cos(delta * w) for w in (1.0, 0.1, 0.01, 0.001))
+        assert abs(dot(0, delta) - want) <= 64 * U
+    assert abs(dot(0, 1) - dot(0, 2)) > 0.5
 
 
 # ---------------------------------------------------------------------------------------------

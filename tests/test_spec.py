@@ -134,6 +134,10 @@ SCALING_CASES = [
      "> low_freq_factor=4.0"),
     ({k: v for k, v in longrope(2).items() if k != "factor"}, ValueError, "rope_scaling.factor", "None",
      "factor or max_position_embeddings"),
+    (longrope(2, original_max_position_embeddings=1), ValueError, "rope_scaling.original_max_position_embeddings",
+     "1", "ln 1 = 0"),
+    ({**longrope(2, original_max_position_embeddings=1), "factor": None, "max_position_embeddings": 8}, ValueError,
+     "rope_scaling.original_max_position_embeddings", "1", "must be >= 2"),
 ]
 
 
@@ -163,6 +167,9 @@ def test_scaling_accepts_limits_and_normalises():
     assert lr.short_factor == (1.0, 2.0) and type(lr.short_factor) is tuple
     assert all(type(v) is float for v in lr.short_factor)
     assert Scaling(**{k: v for k, v in longrope(2).items() if k != "factor"}, max_position_embeddings=131072).factor is None
+    # L0 = 1 is fine for longrope when the attention factor does not divide by ln L0
+    assert Scaling(**longrope(2, original_max_position_embeddings=1, attention_factor=1.2)).attention_factor == 1.2
+    assert Scaling(**longrope(2, original_max_position_embeddings=1, factor=1.0)).factor == 1.0
 
 
 # (RopeSpec kwargs, exception, key, value as shown, rule fragment)
