@@ -39,14 +39,19 @@ def pairs(spec: RopeSpec) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]
     return adjacent, half
 
 
-def pair_magnitude(spec: RopeSpec, x: np.ndarray, s: float, where: str = "write") -> np.ndarray:
-    """Per channel: ``s (|x_a| + |x_b|)`` of the pair that reads (or writes) it; ``|x|`` on pass-through."""
+def pair_magnitude(spec: RopeSpec, x: np.ndarray, s: float, src: str = "read", dst: str = "write") -> np.ndarray:
+    """Per channel: ``s (|x_a| + |x_b|)`` of pair j's ``src`` channels, placed at its ``dst`` channels.
+
+    forward reads ``read`` pairs and writes ``write`` channels (the defaults); backward reads
+    ``write`` pairs and writes ``read`` channels. Pass-through channels get ``|x|``.
+    """
     read, write = pairs(spec)
+    src_pairs, dst_pairs = (read if src == "read" else write), (read if dst == "read" else write)
     mag = np.abs(x).astype(np.float64)
-    for (ra, rb), (wa, wb) in zip(read, write):
+    for (ra, rb), (wa, wb) in zip(src_pairs, dst_pairs):
         m = s * (np.abs(x[..., ra]) + np.abs(x[..., rb]))
-        for c in ((wa, wb) if where == "write" else (ra, rb)):
-            mag[..., c] = m
+        mag[..., wa] = m
+        mag[..., wb] = m
     return mag
 
 
@@ -167,9 +172,11 @@ def test_backward_is_inverse_rotation(case):
     _, s = inv_freq(spec, case.seq_len)
     mask = rotary_mask(spec)
     kw = {"seq_len": case.seq_len}
-    for first, second in ((forward, backward), (backward, forward)):
+    # forward reads the "read" pairs of x; backward reads the "write" pairs (they differ for adjacent_in_half_out);
+    # either way each pair comes back to the channels it was read from
+    for first, second, where in ((forward, backward, "read"), (backward, forward, "write")):
         z = second(first(x, case.positions, spec, **kw), case.positions, spec, **kw)
-        tol = 16 * U * s * pair_magnitude(spec, x, s, where="read")
+        tol = 16 * U * s * pair_magnitude(spec, x, s, src=where, dst=where)
         assert np.all(np.abs(z[..., mask] - s * s * x[..., mask]) <= tol[..., mask])
         np.testing.assert_array_equal(z[..., ~mask], x[..., ~mask])
 
@@ -192,7 +199,7 @@ def test_backward_equals_finite_difference_vjp(data):
     vjp = backward(g, pos, spec, seq_len=seq_len).reshape(-1)
     _, s = inv_freq(spec, seq_len)
     y_abs = np.sum(np.abs(g) * pair_magnitude(spec, np.abs(x) + step, s))
-    tol = 2 * x.size * U * y_abs / step + 16 * U * s * pair_magnitude(spec, g, s, where="read").reshape(-1)
+    tol = 2 * x.size * U * y_abs / step + 16 * U * s * pair_magnitude(spec, g, s, src="write", dst="read").reshape(-1)
     assert np.all(np.abs(fd - vjp) <= tol), float(np.max(np.abs(fd - vjp) - tol))
 
 
