@@ -75,7 +75,7 @@ def _max_positions(spec: RopeSpec) -> int:
     sc = spec.scaling
     if sc.max_position_embeddings is not None:
         return sc.max_position_embeddings
-    return max(_DEFAULT_M, sc.original_max_position_embeddings or 0)
+    return max(_DEFAULT_M, 2 * (sc.original_max_position_embeddings or 0))  # M > L0 (HF warns otherwise)
 
 
 @dataclass(frozen=True)
