@@ -75,6 +75,8 @@ def _max_positions(spec: RopeSpec) -> int:
     sc = spec.scaling
     if sc.max_position_embeddings is not None:
         return sc.max_position_embeddings
+    if sc.type == "yarn" and sc.original_max_position_embeddings:  # HF warns unless M = factor * L0
+        return max(_DEFAULT_M, int(sc.factor * sc.original_max_position_embeddings))  # type: ignore[operator]
     return max(_DEFAULT_M, 2 * (sc.original_max_position_embeddings or 0))  # M > L0 (HF warns otherwise)
 
 
