@@ -177,7 +177,8 @@ def test_dynamic(seq_len, length, factor):
     q = factor * length / m - (factor - 1.0)
     q_rel_u = (2 * factor * length / m + (factor - 1.0)) / q + 1.0
     kappa = power_rel_u(q, d / (d - 2), q_rel_u) + 1.0
-    check_rel(w, mp_base(base, d, d // 2), tol=scaled_base_tol(d, d // 2, kappa), label=f"dynamic f={factor} L={length}")
+    tol = scaled_base_tol(d, d // 2, kappa)
+    check_rel(w, mp_base(base, d, d // 2), tol=tol, label=f"dynamic f={factor} L={length}")
     if length > m:
         # the frequencies really changed (a dropped seq_len would not show otherwise)
         w_default, _ = inv_freq(spec.replace(scaling=Scaling()))
@@ -262,7 +263,9 @@ def yarn_tol(theta, d, f, l0, fast, slow, truncate, low, high) -> np.ndarray:
 
 @pytest.mark.parametrize("theta, d, f, l0, fast, slow, truncate, expected", YARN_CASES)
 def test_yarn_ramp(theta, d, f, l0, fast, slow, truncate, expected):
-    sc = Scaling("yarn", factor=f, original_max_position_embeddings=l0, beta_fast=fast, beta_slow=slow, truncate=truncate)
+    sc = Scaling(
+        "yarn", factor=f, original_max_position_embeddings=l0, beta_fast=fast, beta_slow=slow, truncate=truncate
+    )
     w, s = inv_freq(RopeSpec(head_dim=d, theta=theta, scaling=sc))
     want, low, high = mp_yarn(theta, d, d // 2, f, l0, fast, slow, truncate is not False)
     if expected is not None:
@@ -273,7 +276,8 @@ def test_yarn_ramp(theta, d, f, l0, fast, slow, truncate, expected):
             c = d * mpmath.log(mpf(l0) / (2 * mpmath.pi * beta)) / (2 * mpmath.log(mpf(theta)))
             assert abs(c - mpmath.nint(c)) > 1e-6
     tol = yarn_tol(theta, d, f, l0, fast, slow, truncate is not False, low, high)
-    check_rel(w, want, tol=tol, label=f"yarn theta={theta} d={d} f={f} L0={l0} beta=({fast},{slow}) truncate={truncate}")
+    label = f"yarn theta={theta} d={d} f={f} L0={l0} beta=({fast},{slow}) truncate={truncate}"
+    check_rel(w, want, tol=tol, label=label)
     # ramp ends, by hand: pairs j <= low keep w_j exactly, pairs j >= high are w_j / f (within roundoff)
     w_default, _ = inv_freq(RopeSpec(head_dim=d, theta=theta))
     for j in range(d // 2):

@@ -166,7 +166,8 @@ def test_scaling_accepts_limits_and_normalises():
     lr = Scaling(**longrope(2, factor=0.5, short_factor=[1, 2]))
     assert lr.short_factor == (1.0, 2.0) and type(lr.short_factor) is tuple
     assert all(type(v) is float for v in lr.short_factor)
-    assert Scaling(**{k: v for k, v in longrope(2).items() if k != "factor"}, max_position_embeddings=131072).factor is None
+    no_factor = {k: v for k, v in longrope(2).items() if k != "factor"}
+    assert Scaling(**no_factor, max_position_embeddings=131072).factor is None
     # L0 = 1 is fine for longrope when the attention factor does not divide by ln L0
     assert Scaling(**longrope(2, original_max_position_embeddings=1, attention_factor=1.2)).attention_factor == 1.2
     assert Scaling(**longrope(2, original_max_position_embeddings=1, factor=1.0)).factor == 1.0
