@@ -50,6 +50,8 @@ def resolve_out_dtype(out_dtype: object) -> np.dtype:
     try:
         dt = np.dtype(out_dtype)  # type: ignore[arg-type]
     except TypeError:
+        dt = None  # reported below, outside the handler: no chained NumPy traceback
+    if dt is None:
         bad("out_dtype", out_dtype, "must be float32, float64 or None", TypeError)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         bad("out_dtype", str(dt), "must be float32, float64 or None")
@@ -80,7 +82,8 @@ def _rows(positions: np.ndarray, spec: RopeSpec, grid: tuple[int, ...]) -> np.nd
     try:
         return np.broadcast_to(rows, (axes, *grid))
     except ValueError:
-        bad("positions.shape", positions.shape, f"must be {want} with x.shape[:-2]={grid}")
+        pass  # reported below, outside the handler: no chained NumPy traceback
+    bad("positions.shape", positions.shape, f"must be {want} with x.shape[:-2]={grid}")
 
 
 def prepare(

@@ -78,7 +78,7 @@ def contiguous(batch: int, seq_len: int, offsets: int | Sequence[int] | np.ndarr
 def varlen(cu_seqlens: object, offsets: int | Sequence[int] | np.ndarray | None = None) -> np.ndarray:
     """Packed positions ``[tokens]`` restarting at each sequence start (plus optional per-sequence offsets)."""
     cu = np.asarray(cu_seqlens)
-    total = int(cu[-1]) if cu.ndim == 1 and cu.size else -1
+    total = int(cu[-1]) if cu.ndim == 1 and cu.size and cu.dtype.kind in "iu" else -1  # else reported below
     cu = check_cu_seqlens(cu, total)
     lengths = np.diff(cu)
     starts = np.repeat(cu[:-1], lengths)
@@ -109,7 +109,11 @@ def mrope_ids(segments: Sequence[Segment], t_stride: int = 1) -> np.ndarray:
                 bad(f"segments[{k}]", seg, "a text run needs length >= 1")
             block = np.broadcast_to(start + np.arange(int(seg), dtype=np.int64), (3, int(seg)))
         else:
-            if len(seg) != 3 or any(int(v) < 1 for v in seg):
+            if (
+                not isinstance(seg, (tuple, list))
+                or len(seg) != 3
+                or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in seg)
+            ):
                 bad(f"segments[{k}]", seg, "a vision grid is (t, h, w) with each >= 1")
             t, h, w = (int(v) for v in seg)
             tt, hh, ww = np.meshgrid(np.arange(t), np.arange(h), np.arange(w), indexing="ij")

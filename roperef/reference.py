@@ -131,10 +131,10 @@ def _check_tables(x: np.ndarray, cos: object, sin: object, spec: RopeSpec) -> tu
     if x.ndim < 2 or x.shape[-1] != spec.head_dim:
         bad("x.shape", x.shape, f"must be [..., heads, head_dim={spec.head_dim}]")
     try:
-        np.broadcast_shapes(c.shape[:-1], x.shape[:-2])
-        if len(c.shape[:-1]) > len(x.shape[:-2]):
-            raise ValueError
+        fits = np.broadcast_shapes(c.shape[:-1], x.shape[:-2]) == x.shape[:-2]
     except ValueError:
+        fits = False  # reported below, outside the handler: no chained NumPy traceback
+    if not fits:
         bad("cos.shape", c.shape, f"leading dims must broadcast to x.shape[:-2]={x.shape[:-2]} (tables are [..., n])")
     return c, s
 

@@ -169,6 +169,14 @@ class Scaling:
             )
         if self.type == "longrope" and self.factor is None and self.max_position_embeddings is None:
             bad("rope_scaling.factor", None, "longrope needs factor or max_position_embeddings (factor = M / L0)")
+        if self.type == "longrope" and self.original_max_position_embeddings == 1 and self.attention_factor is None:
+            f = self.factor if self.factor is not None else float(self.max_position_embeddings)  # type: ignore[arg-type]
+            if f > 1.0:
+                bad(
+                    "rope_scaling.original_max_position_embeddings",
+                    1,
+                    "must be >= 2 when longrope derives attention_factor = sqrt(1 + ln f / ln L0) (ln 1 = 0)",
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """The set fields only, lists as lists: JSON-ready."""
