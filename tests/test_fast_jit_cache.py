@@ -1,13 +1,10 @@
-"""JIT cost of ``roperef.fast``: nothing compiles at import; with ``cache=True`` a second process is fast.
+"""JIT behaviour of ``roperef.fast``: nothing compiles at import; with ``cache=True`` a second process compiles nothing.
 
 Self-contained: a temporary ``NUMBA_CACHE_DIR``. A warm-up process calls every kernel
 (``tables_kernel``, ``rope_kernel`` for each input/output dtype pair, ``apply_kernel``)
-and so compiles and caches them; its wall time is the cold first-run compile time
-(printed, and recorded as a junit property). A fresh second process doing the same
-calls must start and finish in under 2 s. The machine is shared, so the second process
-gets two tries and the faster counts; when the 1-minute load average exceeds the core
-count the 2 s budget cannot be judged and the test is skipped with the measured times
-in the reason (never silently).
+and so compiles and caches them; a fresh second process doing the same calls must load every kernel from the cache
+(cache hits, no compilation). How long those processes take is measured by
+``benchmarks/bench_jit.py`` (speed targets live in benchmarks, not in unit tests).
 """
 
 from __future__ import annotations
@@ -15,10 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +31,15 @@ fast.backward(x, pos, spec)
 print("ok")
 """
 
+CHECK_ALL_CACHE_HITS = """
+from roperef import fast_kernels
+for kernel in (fast_kernels.tables_kernel, fast_kernels.rope_kernel, fast_kernels.apply_kernel):
+    stats = kernel.stats
+    assert sum(stats.cache_misses.values()) == 0, (kernel.__name__, "compiled instead of loading", stats.cache_misses)
+    assert sum(stats.cache_hits.values()) >= 1, (kernel.__name__, "not loaded from the cache", stats)
+print("ok")
+"""
+
 CHECK_IMPORT_COMPILES_NOTHING = """
 import os
 from roperef import fast, fast_kernels
@@ -48,27 +51,21 @@ print("ok")
 """
 
 
-def _run(code: str, cache_dir: Path) -> float:
+def _run(code: str, cache_dir: Path) -> None:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - t0
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
-    return wall
 
 
 def test_import_compiles_nothing(tmp_path):
     _run(CHECK_IMPORT_COMPILES_NOTHING, tmp_path)
 
 
-def test_second_process_loads_cached_kernels_fast(tmp_path, record_property):
-    cold = _run(CALL_EVERY_KERNEL, tmp_path)  # compiles and fills the cache
+def test_second_process_loads_every_kernel_from_the_cache(tmp_path):
+    """cache=True works: after a warm-up process, a fresh process compiles nothing (all cache hits).
+
+    The time this takes is a benchmark figure (benchmarks/bench_jit.py), not a unit-test assertion.
+    """
+    _run(CALL_EVERY_KERNEL, tmp_path)  # compiles and fills the cache
     assert any(f.endswith(".nbi") for _, _, fs in os.walk(tmp_path) for f in fs), "cache=True wrote no index"
-    warm = min(_run(CALL_EVERY_KERNEL, tmp_path) for _ in range(2))
-    record_property("cold_compile_s", round(cold, 2))
-    record_property("cached_process_s", round(warm, 2))
-    print(f"\nroperef.fast JIT: cold first run {cold:.1f} s (compile of every kernel), cached second process {warm:.2f} s")
-    load, cores = os.getloadavg()[0], os.cpu_count() or 1
-    if warm >= 2.0 and load > cores:
-        pytest.skip(f"machine overloaded (load {load:.1f} on {cores} cores): cached process {warm:.2f} s, cold {cold:.1f} s")
-    assert warm < 2.0, f"a process that loads the cached kernels took {warm:.2f} s (cold: {cold:.1f} s)"
+    _run(CALL_EVERY_KERNEL + CHECK_ALL_CACHE_HITS, tmp_path)
