@@ -11,6 +11,7 @@ __all__ = ["BUILTIN_BACKENDS"]
 BUILTIN_BACKENDS: dict[str, str] = {
     "numpy": "conformance.backends.numpy_backend:NumpyBackend",
     "numba": "conformance.backends.numba_backend:NumbaBackend",
+    "emulated-fp32": "conformance.backends.emulated:Float32Emulation",
     # JAX and MLX libraries (conformance/backends/<library>.py)
     "keras-hub": "conformance.backends.keras_hub:KerasHubBackend",
     "penzai": "conformance.backends.penzai:PenzaiBackend",

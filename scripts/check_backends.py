@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Judge every built-in backend on the smoke tier, one ``roperef check`` process each.
+
+Usage::
+
+    python scripts/check_backends.py REPORT_DIR [--backends a,b,...]
+
+For each backend in ``conformance.backends.names.BUILTIN_BACKENDS`` it runs
+``roperef check --backend NAME [--xfail conformance/backends/xfail/NAME.txt]
+--json REPORT_DIR/NAME.json`` and prints one line: exit code, time, counts.
+
+Exit 1 when any check exits non-zero (a FAIL or ERROR not in the backend's xfail file),
+or when a CPU backend judged no case at all (every case NOT_SUPPORTED usually means its
+library failed to install or import). GPU-only backends (:data:`GPU_ONLY`) may be all
+NOT_SUPPORTED on a machine without CUDA. Exit 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_ONLY = frozenset({"flash-attn", "flash-attn-triton", "vllm", "transformer-engine"})
+
+
+def xfail_file(name: str) -> Path | None:
+    folder = ROOT / "conformance" / "backends" / "xfail"
+    for candidate in (name, name.replace("-", "_")):
+        path = folder / f"{candidate}.txt"
+        if path.is_file():
+            return path
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    from conformance.backends.names import BUILTIN_BACKENDS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("report_dir", type=Path)
+    ap.add_argument("--backends", help="comma-separated names (default: every built-in backend)")
+    args = ap.parse_args(argv)
+    names = args.backends.split(",") if args.backends else list(BUILTIN_BACKENDS)
+    unknown = [n for n in names if n not in BUILTIN_BACKENDS]
+    if unknown:
+        print(f"check_backends: unknown backend(s) {unknown}; known: {', '.join(BUILTIN_BACKENDS)}", file=sys.stderr)
+        return 2
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
+    for name in names:
+        report = args.report_dir / f"{name}.json"
+        cmd = [sys.executable, "-m", "conformance.cli", "check", "--backend", name, "--json", str(report)]
+        xfail = xfail_file(name)
+        if xfail:
+            cmd += ["--xfail", str(xfail)]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        seconds = time.perf_counter() - t0
+        counts: dict[str, int] = {}
+        if report.is_file():
+            counts = json.loads(report.read_text())["summary"]["counts"]
+        judged = sum(v for k, v in counts.items() if k != "NOT_SUPPORTED")
+        line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+        print(f"{name:<24} exit {done.returncode}  {seconds:6.1f} s  {line}", flush=True)
+        if done.returncode != 0:
+            failed.append(name)
+            print(done.stdout[-4000:] + done.stderr[-4000:], file=sys.stderr)
+        elif judged == 0 and name not in GPU_ONLY:
+            failed.append(name)
+            print(f"  {name}: no case judged (library missing or broken?)\n{done.stdout[-2000:]}", file=sys.stderr)
+    if failed:
+        print(f"backend checks failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
