@@ -69,7 +69,7 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     w(f"roperef check: backend {report.backend} (angles {report.capabilities.get('angle_dtype')}, "
       f"tables {report.capabilities.get('table_dtype')})\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
-      f"c_log={prof.get('c_log'):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
+      f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
     if golden:
         w(f"golden set {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
     head = f"{'family':<10}" + "".join(f"{s:>14}" for s in STATUSES) + f"{'worst budget':>14}\n"

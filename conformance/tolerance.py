@@ -5,7 +5,7 @@ angle of the case's integer position) and attention factor ``s``, every output e
 of the pair must satisfy::
 
     |y_backend - y_exact| <= s*(|x_a| + |x_b|) * (c_out*u_out + c_tab*u_tab
-                                                   + u_ang*|phi|*(c_ang + c_log*|ln w|)) + floor
+                                                   + u_ang*|phi|*(c_ang + c_log*|ln w| + c_blend*kappa)) + floor
 
 - ``u_out``: unit roundoff of the dtype the backend *returned*;
 - ``u_tab``: unit roundoff of the backend's cos/sin table and multiply dtype
@@ -35,6 +35,11 @@ Derivation of the constants (u = unit roundoff of the dtype each step runs in):
   u*|ln w_i|``: the ``c_log`` term), ``pow`` itself (<= 2 u), the reciprocal (1 u), the
   scaling arithmetic (YaRN/llama3 blends, longrope/linear divisions: <= 3 u), and the
   product ``p*w`` (1 u): 8 u in all.
+- ``c_blend = 1`` times ``kappa`` (per pair, :func:`conformance.conditioning.blend_conditioning`):
+  YaRN and llama3 blend ``w0`` with ``w0/f`` through a weight ``t``; a rounding of ``t``
+  is amplified by ``(1 - 1/f)/g`` where ``g = w/w0`` can be as small as ``1/f``. ``kappa``
+  is that amplification times the count of roundings feeding ``t`` (0 for other scalings
+  and for clamped pairs). Without it a correct float32 YaRN (truncate off, factor 32) fails.
 - ``c_floor = 4``: up to three products/sums that underflow, each off by half a subnormal step.
 
 So a correct float32 engine passes at position 2^20 (budget typically < 0.3), while
@@ -45,10 +50,10 @@ input is above the bound (``8 * 2^-24 * 5000 ~ 2.4e-3`` per unit of pair magnitu
 Other stages (documented analogues):
 
 - ``cos_sin``: the pair magnitude is 1 (a table is the rotation of a unit vector):
-  ``|cos_b - s*cos(phi)| <= s*(c_out*u_out + c_tab*u_tab + u_ang*|phi|*(c_ang + c_log*|ln w|)) + floor``.
+  ``|cos_b - s*cos(phi)| <= s*(c_out*u_out + c_tab*u_tab + u_ang*|phi|*(c_ang + c_log*|ln w| + c_blend*kappa)) + floor``.
 - ``apply``: tables are given, no angle term: ``m*(c_out*u_out + c_tab*u_tab) + floor``
   with ``m = sqrt(cos^2 + sin^2)*(|x_a|+|x_b|)``.
-- ``inv_freq``: relative: ``|w_b - w| <= w*(c_out*u_out + u_ang*(c_ang + c_log*|ln w|)) + floor``;
+- ``inv_freq``: relative: ``|w_b - w| <= w*(c_out*u_out + u_ang*(c_ang + c_log*|ln w| + c_blend*kappa)) + floor``;
   the attention factor: ``|s_b - s| <= s*(c_out*u_out + c_ang*u_ang) + floor``.
 - ``backward``: as forward with the incoming gradient in place of ``x`` (same angles).
 
@@ -73,6 +78,7 @@ from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec
 
 from .case import DTYPES, GoldenCase, numpy_dtype
+from .conditioning import blend_conditioning
 
 __all__ = [
     "PROFILES",
@@ -104,6 +110,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "c_tab": 4.0,
         "c_ang": 8.0,
         "c_log": 1.0,
+        "c_blend": 1.0,
         "c_floor": 4.0,
     },
     "fp32-angles": {
@@ -114,6 +121,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "c_tab": 4.0,
         "c_ang": 8.0,
         "c_log": 1.0,
+        "c_blend": 1.0,
         "c_floor": 4.0,
     },
     "backend": {
@@ -124,11 +132,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "c_tab": 4.0,
         "c_ang": 8.0,
         "c_log": 1.0,
+        "c_blend": 1.0,
         "c_floor": 4.0,
     },
 }
 
-_NUMBER_KEYS = ("c_out", "c_tab", "c_ang", "c_log", "c_floor")
+_NUMBER_KEYS = ("c_out", "c_tab", "c_ang", "c_log", "c_blend", "c_floor")
 
 
 def unit_roundoff(dtype: object) -> float:
@@ -150,6 +159,7 @@ class Profile:
     c_tab: float = 4.0
     c_ang: float = 8.0
     c_log: float = 1.0
+    c_blend: float = 1.0
     c_floor: float = 4.0
     description: str = ""
 
@@ -250,6 +260,7 @@ class Resolved:
     c_tab: float
     c_ang: float
     c_log: float
+    c_blend: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -291,6 +302,7 @@ def resolve(profile: Profile, capabilities: Any, case: GoldenCase, out_dtype: ob
         c_tab=profile.c_tab,
         c_ang=profile.c_ang,
         c_log=profile.c_log,
+        c_blend=profile.c_blend,
     )
 
 
@@ -311,22 +323,30 @@ def position_rows(spec: RopeSpec, positions: np.ndarray, grid: tuple[int, ...] |
     return rows
 
 
-def case_angles(spec: RopeSpec, positions: np.ndarray, grid: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(|phi| [*P, n], |ln w| [n], s)`` at the protocol's ``seq_len = max(position) + 1``."""
+def _log_freq(freqs: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(freqs > 0, np.abs(np.log(np.where(freqs > 0, freqs, 1.0))), 0.0)
+
+
+def case_angles(spec: RopeSpec, positions: np.ndarray, grid: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(|phi| [*P, n], |ln w| [n], kappa [n], s)`` at the protocol's ``seq_len = max(position) + 1``."""
     rows = position_rows(spec, positions, grid)
     seq_len = max(int(rows.max()) + 1, 1) if rows.size else 1
     freqs, s = ref_inv_freq(spec, seq_len)
     p = np.moveaxis(rows, 0, -1).astype(np.float64)[..., pair_axes(spec)]
-    with np.errstate(divide="ignore"):
-        logw = np.where(freqs > 0, np.abs(np.log(np.where(freqs > 0, freqs, 1.0))), 0.0)
-    return np.abs(p * freqs), logw, s
+    return np.abs(p * freqs), _log_freq(freqs), blend_conditioning(spec), s
 
 
 # ----------------------------------------------------------------------------- bounds
 
 
-def _angle_coef(r: Resolved, phi: np.ndarray, logw: np.ndarray) -> np.ndarray:
-    return r.c_out * r.u_out + r.c_tab * r.u_tab + r.u_ang * phi * (r.c_ang + r.c_log * logw)
+def _freq_coef(r: Resolved, logw: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """Relative error of a frequency in units of ``u_ang``: ``c_ang + c_log*|ln w| + c_blend*kappa``."""
+    return r.c_ang + r.c_log * logw + r.c_blend * kappa
+
+
+def _angle_coef(r: Resolved, phi: np.ndarray, logw: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    return r.c_out * r.u_out + r.c_tab * r.u_tab + r.u_ang * phi * _freq_coef(r, logw, kappa)
 
 
 def _pair_bound(x: np.ndarray, coef: np.ndarray, spec: RopeSpec, transposed: bool, floor: float) -> np.ndarray:
@@ -347,14 +367,12 @@ def bounds(case: GoldenCase, r: Resolved) -> dict[str, np.ndarray]:
     a, spec = case.arrays, case.spec
     if case.stage == "inv_freq":
         w, s = ref_inv_freq(spec, int(np.asarray(a["seq_len"])))  # equals the stored expected values
-        with np.errstate(divide="ignore"):
-            logw = np.where(w > 0, np.abs(np.log(np.where(w > 0, w, 1.0))), 0.0)
-        bw = np.abs(w) * (r.c_out * r.u_out + r.u_ang * (r.c_ang + r.c_log * logw)) + r.floor
+        bw = np.abs(w) * (r.c_out * r.u_out + r.u_ang * _freq_coef(r, _log_freq(w), blend_conditioning(spec))) + r.floor
         bs = np.asarray(abs(s) * (r.c_out * r.u_out + r.c_ang * r.u_ang) + r.floor)
         return {"inv_freq": bw, "attention_factor": bs}
     if case.stage == "cos_sin":
-        phi, logw, s = case_angles(spec, a["positions"])
-        b = abs(s) * _angle_coef(r, phi, logw) + r.floor
+        phi, logw, kappa, s = case_angles(spec, a["positions"])
+        b = abs(s) * _angle_coef(r, phi, logw, kappa) + r.floor
         return {"cos": b, "sin": b}
     if case.stage == "apply":
         x = np.asarray(a["x"], dtype=np.float64)
@@ -363,8 +381,8 @@ def bounds(case: GoldenCase, r: Resolved) -> dict[str, np.ndarray]:
         return {"y": _pair_bound(x, coef, spec, False, r.floor)}
     name = "x" if case.stage == "forward" else "grad"
     x = np.asarray(a[name], dtype=np.float64)
-    phi, logw, s = case_angles(spec, a["positions"], x.shape[:-2])
-    coef = abs(s) * _angle_coef(r, phi, logw)
+    phi, logw, kappa, s = case_angles(spec, a["positions"], x.shape[:-2])
+    coef = abs(s) * _angle_coef(r, phi, logw, kappa)
     out = "y" if case.stage == "forward" else "grad_x"
     return {out: _pair_bound(x, coef, spec, case.stage == "backward", r.floor)}
 
