@@ -316,15 +316,21 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
     elif verdict is True:
+        outputs: dict[str, np.ndarray] | None = None
         try:
             raw, modified = call(case)
             outputs = _as_outputs(case, raw)
-            j = judge_case(case, outputs, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
-            res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
         except StageError as exc:
             res.status, res.message = "ERROR", str(exc)
         except Exception as exc:  # noqa: BLE001 - a backend exception is a result, not a crash
             res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
+        if outputs is not None:
+            try:
+                j = judge_case(case, outputs, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
+                res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
+            except Exception as exc:  # noqa: BLE001 - the run goes on, but the blame is roperef's, not the backend's
+                res.status = "ERROR"
+                res.message = f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}"
     apply_xfail(res, options.xfail)
     res.seconds = time.perf_counter() - start
     return res

@@ -85,3 +85,17 @@ def test_jobs_give_the_same_results():
     one = run_cases(rb.NaNs(), cases, RunOptions(jobs=1))
     many = run_cases(rb.NaNs(), cases, RunOptions(jobs=3))
     assert [(r.id, r.status, r.message) for r in one.results] == [(r.id, r.status, r.message) for r in many.results]
+
+
+def test_an_exception_inside_the_judge_is_blamed_on_roperef_not_on_the_backend(monkeypatch):
+    import conformance.runner as runner
+
+    def broken_judge(*args, **kwargs):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(runner, "judge_case", broken_judge)
+    rep = run_cases(NumpyBackend(), _cases(2), RunOptions())
+    assert [r.status for r in rep.results] == ["ERROR", "ERROR"]  # the run goes on
+    message = rep.results[0].message
+    assert "internal error of the judge" in message and "planted" in message
+    assert "forward raised" not in message
