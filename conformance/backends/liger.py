@@ -31,7 +31,7 @@ from roperef.spec import SCALING_TYPES, RopeSpec
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
 from .hf import route
-from .torch_util import missing, to_numpy, to_torch, vjp
+from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch
 
 __all__ = ["LigerBackend", "ensure_triton_backend", "interpreted"]
 
@@ -58,7 +58,7 @@ def interpreted() -> bool:
 
 
 @dataclass
-class LigerBackend(BaseBackend):
+class LigerBackend(TorchFunctionStages, BaseBackend):
     name: str = "liger"
     capabilities: Capabilities = field(
         default_factory=lambda: Capabilities(
@@ -133,11 +133,3 @@ class LigerBackend(BaseBackend):
 
         return fn
 
-    def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
-
-    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        return vjp(self._forward_fn(spec, positions, grad.shape), grad)

@@ -30,14 +30,14 @@ from roperef.spec import RopeSpec
 
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
-from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
+from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy, to_torch
 
 __all__ = ["LitGPTBackend"]
 
 
 
 @dataclass
-class LitGPTBackend(BaseBackend):
+class LitGPTBackend(TorchFunctionStages, BaseBackend):
     name: str = "litgpt"
     capabilities: Capabilities = field(
         default_factory=lambda: Capabilities(
@@ -63,11 +63,7 @@ class LitGPTBackend(BaseBackend):
         sc = case.spec.scaling
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"
-        pos = case.positions
-        rows = max_cache_rows()
-        if pos is not None and pos.size and int(pos.max()) >= rows:
-            return f"cache lookup: positions >= {rows} need a larger table than ROPEREF_MAX_CACHE_ROWS allows"
-        return True
+        return cache_rows_reason(case.positions) or True
 
     # ---- cache ------------------------------------------------------------------------------
     @staticmethod
@@ -145,11 +141,3 @@ class LitGPTBackend(BaseBackend):
 
         return fn
 
-    def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
-
-    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        return vjp(self._forward_fn(spec, positions, grad.shape), grad)

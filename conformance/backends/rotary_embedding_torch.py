@@ -37,13 +37,13 @@ from roperef.spec import RopeSpec
 
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
-from .torch_util import missing, to_numpy, to_torch, vjp
+from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch
 
 __all__ = ["RotaryEmbeddingTorchBackend"]
 
 
 @dataclass
-class RotaryEmbeddingTorchBackend(BaseBackend):
+class RotaryEmbeddingTorchBackend(TorchFunctionStages, BaseBackend):
     name: str = "rotary-embedding-torch"
     capabilities: Capabilities = field(
         default_factory=lambda: Capabilities(
@@ -116,11 +116,3 @@ class RotaryEmbeddingTorchBackend(BaseBackend):
 
         return fn
 
-    def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
-
-    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        return vjp(self._forward_fn(spec, positions, grad.shape), grad)

@@ -112,3 +112,28 @@ def vjp(fn: Any, grad: np.ndarray, device: str = "cpu") -> np.ndarray:
     y = fn(x)
     (gx,) = torch.autograd.grad(y, x, grad_outputs=g)
     return to_numpy(gx)
+
+
+def cache_rows_reason(positions: np.ndarray | None) -> str | None:
+    """The NOT_SUPPORTED reason of a table-lookup adapter for these positions, or None."""
+    rows = max_cache_rows()
+    if positions is not None and positions.size and int(positions.max()) >= rows:
+        return f"cache lookup: positions >= {rows} need a larger table than ROPEREF_MAX_CACHE_ROWS allows"
+    return None
+
+
+class TorchFunctionStages:
+    """``forward``/``backward`` stages for an adapter whose ``_forward_fn(spec, positions, shape)``
+    returns a torch function of ``x`` (linear in ``x``): forward without autograd, backward as its VJP."""
+
+    def _forward_fn(self, spec: Any, positions: np.ndarray, shape: tuple[int, ...]) -> Any:
+        raise NotImplementedError
+
+    def forward(self, x: np.ndarray, positions: np.ndarray, spec: Any, cu_seqlens: Any = None) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
+
+    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: Any, cu_seqlens: Any = None) -> np.ndarray:
+        return vjp(self._forward_fn(spec, positions, grad.shape), grad)

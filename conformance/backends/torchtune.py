@@ -29,7 +29,7 @@ from roperef.spec import RopeSpec
 
 from ..case import FEATURES, GoldenCase
 from .base import BaseBackend, Capabilities
-from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
+from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy
 
 __all__ = ["TorchtuneBackend", "TorchtuneQwen2Backend"]
 
@@ -45,7 +45,7 @@ def _bt(positions: np.ndarray, grid: tuple[int, ...]) -> np.ndarray:
 
 
 @dataclass
-class TorchtuneBackend(BaseBackend):
+class TorchtuneBackend(TorchFunctionStages, BaseBackend):
     """torchtune RotaryPositionalEmbeddings / Llama3ScaledRoPE (adjacent pairing)."""
 
     name: str = "torchtune"
@@ -68,11 +68,7 @@ class TorchtuneBackend(BaseBackend):
         reason = missing("torch", "torchtune")
         if reason:
             return reason
-        pos = case.positions
-        rows = max_cache_rows()
-        if pos is not None and pos.size and int(pos.max()) >= rows:
-            return f"cache lookup: positions >= {rows} need a larger table than ROPEREF_MAX_CACHE_ROWS allows"
-        return True
+        return cache_rows_reason(case.positions) or True
 
     # ---- the module -------------------------------------------------------------------------
     def _module(self, spec: RopeSpec, rows: int) -> Any:
@@ -117,14 +113,6 @@ class TorchtuneBackend(BaseBackend):
 
         return fn
 
-    def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            return to_numpy(self._forward_fn(spec, positions, x.shape)(to_torch(x)))
-
-    def backward(self, grad: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
-        return vjp(self._forward_fn(spec, positions, grad.shape), grad)
 
 
 @dataclass
