@@ -24,9 +24,9 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .gpu_util import gpu_reason
+from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason
 from .torch_util import to_numpy, to_torch, torch_dtype
 
 __all__ = ["FlashAttnBackend"]
@@ -58,8 +58,7 @@ class FlashAttnBackend(BaseBackend):
             stages=frozenset({"apply", "forward", "backward"}),
             pairings=frozenset({"half", "adjacent"}),
             scaling_types=frozenset({"default"}),
-            features=frozenset(FEATURES) - {"window_last", "odd_freq_dim", "negative_positions", "sparse_positions",
-                                            "mrope_chunked", "mrope_interleaved", "vision_qwen_vl", "vision_pixtral"},
+            features=CUDA_KERNEL_FEATURES,
             angle_dtype="float32",
             table_dtype="input",
             notes="CUDA only. RotaryEmbedding tables (float32 angles, cast to x dtype); kernel computes in float32.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..case import FEATURES
 from .torch_util import missing
 
 __all__ = ["gpu_reason"]
@@ -17,3 +18,11 @@ def gpu_reason(*modules: str) -> str | None:
     if not torch.cuda.is_available():
         return "needs a CUDA GPU"
     return None
+
+
+#: What the CUDA rotary kernels (flash-attn, TransformerEngine) take: contiguous positions from a
+#: per-sequence start, the window at channel 0, one position row.
+CUDA_KERNEL_FEATURES = frozenset(FEATURES) - {
+    "window_last", "odd_freq_dim", "negative_positions", "sparse_positions",
+    "mrope_chunked", "mrope_interleaved", "vision_qwen_vl", "vision_pixtral",
+}

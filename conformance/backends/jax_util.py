@@ -83,3 +83,15 @@ def vjp_x(fn: Callable[..., Any]) -> Callable[..., Any]:
         return pullback(grad)[0]
 
     return grad_x
+
+
+def as_bshd(x: np.ndarray, positions: Any, cu_seqlens: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(x [B,T,H,D], positions [B,T])`` for a library that takes batched sequences: packed thd
+    input becomes one batch row (positions restart per sequence when not given)."""
+    if cu_seqlens is not None:
+        if positions is None:
+            from roperef.positions import varlen
+
+            positions = varlen(np.asarray(cu_seqlens))
+        return x[None], np.asarray(positions)[None]
+    return x, np.broadcast_to(np.asarray(positions), x.shape[:2])

@@ -40,7 +40,7 @@ from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .jax_util import JitCache, int32_positions, missing_modules, positions_fit_int32, to_jax, to_numpy, vjp_x
+from .jax_util import JitCache, as_bshd, int32_positions, missing_modules, positions_fit_int32, to_jax, to_numpy, vjp_x
 
 __all__ = ["KerasHubBackend"]
 
@@ -158,14 +158,7 @@ class KerasHubBackend(BaseBackend):
         if reason:
             raise RuntimeError(reason)
         packed = cu_seqlens is not None
-        if packed:
-            if positions is None:
-                from roperef.positions import varlen
-
-                positions = varlen(np.asarray(cu_seqlens))
-            x4, pos = x[None], np.asarray(positions)[None]
-        else:
-            x4, pos = x, np.broadcast_to(np.asarray(positions), x.shape[:2])
+        x4, pos = as_bshd(x, positions, cu_seqlens)
         dtype = "bfloat16" if x.dtype.name == "bfloat16" else x.dtype.name
         fn = self._fn(spec, dtype, backward)
         xj, pj = to_jax(x4), to_jax(int32_positions(pos))

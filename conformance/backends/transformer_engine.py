@@ -25,9 +25,9 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .gpu_util import gpu_reason
+from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason
 from .torch_util import to_numpy, to_torch
 
 __all__ = ["TransformerEngineBackend"]
@@ -58,8 +58,7 @@ class TransformerEngineBackend(BaseBackend):
             stages=frozenset({"forward", "backward"}),
             pairings=frozenset({"half", "adjacent"}),
             scaling_types=frozenset({"default", "linear"}),
-            features=frozenset(FEATURES) - {"window_last", "odd_freq_dim", "negative_positions", "sparse_positions",
-                                            "mrope_chunked", "mrope_interleaved", "vision_qwen_vl", "vision_pixtral"},
+            features=CUDA_KERNEL_FEATURES,
             angle_dtype="float32",
             table_dtype="float32",
             notes="CUDA only; float32 angle table freqs [S,1,1,d]; fused kernel computes in float32.",
