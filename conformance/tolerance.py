@@ -99,6 +99,9 @@ __all__ = [
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 SMALLEST_SUBNORMAL = {"float64": 2.0**-1074, "float32": 2.0**-149, "float16": 2.0**-24, "bfloat16": 2.0**-133}
 
+#: The default constants, derived in the module docstring; every profile starts from them.
+CONSTANTS: dict[str, float] = {"c_out": 2.0, "c_tab": 4.0, "c_ang": 8.0, "c_log": 1.0, "c_blend": 1.0, "c_floor": 4.0}
+
 #: The named profiles (data). ``strict`` assumes float64 angles; ``fp32-angles`` is the default
 #: for engines that compute angles in float32 (or declare bf16/fp16 tables).
 PROFILES: dict[str, dict[str, Any]] = {
@@ -106,38 +109,23 @@ PROFILES: dict[str, dict[str, Any]] = {
         "description": "angles in float64 (a float64 engine, or one with exact two-term angles)",
         "angle_dtype": "float64",
         "table_dtype": "backend",
-        "c_out": 2.0,
-        "c_tab": 4.0,
-        "c_ang": 8.0,
-        "c_log": 1.0,
-        "c_blend": 1.0,
-        "c_floor": 4.0,
+        **CONSTANTS,
     },
     "fp32-angles": {
         "description": "inv_freq and angles in float32; tables as the backend declares",
         "angle_dtype": "float32",
         "table_dtype": "backend",
-        "c_out": 2.0,
-        "c_tab": 4.0,
-        "c_ang": 8.0,
-        "c_log": 1.0,
-        "c_blend": 1.0,
-        "c_floor": 4.0,
+        **CONSTANTS,
     },
     "backend": {
         "description": "angle and table dtypes exactly as the backend declares",
         "angle_dtype": "backend",
         "table_dtype": "backend",
-        "c_out": 2.0,
-        "c_tab": 4.0,
-        "c_ang": 8.0,
-        "c_log": 1.0,
-        "c_blend": 1.0,
-        "c_floor": 4.0,
+        **CONSTANTS,
     },
 }
 
-_NUMBER_KEYS = ("c_out", "c_tab", "c_ang", "c_log", "c_blend", "c_floor")
+_NUMBER_KEYS = tuple(CONSTANTS)
 
 
 def unit_roundoff(dtype: object) -> float:
@@ -155,12 +143,12 @@ class Profile:
     name: str
     angle_dtype: str = "backend"
     table_dtype: str = "backend"
-    c_out: float = 2.0
-    c_tab: float = 4.0
-    c_ang: float = 8.0
-    c_log: float = 1.0
-    c_blend: float = 1.0
-    c_floor: float = 4.0
+    c_out: float = CONSTANTS["c_out"]
+    c_tab: float = CONSTANTS["c_tab"]
+    c_ang: float = CONSTANTS["c_ang"]
+    c_log: float = CONSTANTS["c_log"]
+    c_blend: float = CONSTANTS["c_blend"]
+    c_floor: float = CONSTANTS["c_floor"]
     description: str = ""
 
     def __post_init__(self) -> None:
