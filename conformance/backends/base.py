@@ -80,8 +80,9 @@ def backend_stages(backend: object) -> frozenset[str]:
 
 @dataclass
 class BaseBackend:
-    """Convenience base: ``supports`` from the declared capabilities; subclasses add stage methods
-    and may extend ``supports`` with their own reasons (call ``super().supports(case)`` first)."""
+    """Convenience base: ``supports`` from the declared capabilities and :meth:`library_reason`;
+    subclasses add stage methods, override ``library_reason`` when they need an optional library
+    (or a GPU), and may extend ``supports`` with case-specific reasons (call ``super().supports(case)`` first)."""
 
     name: str = "unnamed"
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(stages=frozenset()))
@@ -99,4 +100,8 @@ class BaseBackend:
         missing = sorted(case_features(case) - caps.features)
         if missing:
             return f"needs {', '.join(missing)}"
-        return True
+        return self.library_reason() or True
+
+    def library_reason(self) -> "str | None":
+        """Why the implementation cannot run here at all (library not installed, no GPU), or None."""
+        return None

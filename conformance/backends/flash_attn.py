@@ -65,13 +65,13 @@ class FlashAttnBackend(BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return gpu_reason("flash_attn")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = gpu_reason("flash_attn")
-        if reason:
-            return reason
         if case.spec.head_dim > 256:
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):

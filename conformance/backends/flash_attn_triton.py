@@ -100,13 +100,13 @@ class FlashAttnTritonBackend(BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return missing("torch", "triton")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "triton")
-        if reason:
-            return reason
         if missing("flash_attn") and _source_file() is None:
             return kernel_module()  # type: ignore[return-value]
         import torch

@@ -125,13 +125,13 @@ class HFBackend(BaseBackend):
     )
 
     # ---- supports ---------------------------------------------------------------------------
+    def library_reason(self) -> "str | None":
+        return missing("torch", "transformers")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "transformers")
-        if reason:
-            return reason
         fam = route(case.spec, self.forced_family)
         if isinstance(fam, str):
             return fam

@@ -116,13 +116,13 @@ class KerasHubBackend(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 
+    def library_reason(self) -> "str | None":
+        return _keras_backend_reason()
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = _keras_backend_reason()
-        if reason:
-            return reason
         sc, spec = case.spec.scaling, case.spec
         if sc.type == "yarn":
             if sc.attention_factor is not None:
@@ -154,7 +154,7 @@ class KerasHubBackend(BaseBackend):
         return self._jit.get((_layer_key(spec, dtype), backward), build)
 
     def _run(self, x: np.ndarray, positions: Any, spec: RopeSpec, cu_seqlens: Any, backward: bool) -> np.ndarray:
-        reason = _keras_backend_reason()
+        reason = self.library_reason()
         if reason:
             raise RuntimeError(reason)
         packed = cu_seqlens is not None

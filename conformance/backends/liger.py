@@ -73,13 +73,13 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
-        if reason:
-            return reason
         if case.dtype == "bfloat16" and interpreted():
             return "Triton interpreter (CPU): bfloat16 arithmetic is wrong in triton 3.9 (docs/backends-torch.md)"
         if case.stage != "apply":

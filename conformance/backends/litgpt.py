@@ -53,13 +53,13 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return missing("torch", "litgpt")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "litgpt")
-        if reason:
-            return reason
         sc = case.spec.scaling
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"

@@ -107,13 +107,13 @@ class MlxBackend(BaseBackend):
     name: str = "mlx"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
+    def library_reason(self) -> "str | None":
+        return missing_modules("mlx")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing_modules("mlx")
-        if reason:
-            return reason
         x = case.arrays.get("x", case.arrays.get("grad"))
         if x is None or x.ndim != 4:
             return "needs bshd x [B, T, H, D]"

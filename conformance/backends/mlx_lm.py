@@ -68,13 +68,13 @@ class MlxLmBackend(BaseBackend):
     name: str = "mlx_lm"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
+    def library_reason(self) -> "str | None":
+        return missing_modules("mlx", "mlx_lm")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing_modules("mlx", "mlx_lm")
-        if reason:
-            return reason
         x = case.arrays.get("x", case.arrays.get("grad"))
         if x is None or x.ndim != 4:
             return "needs bshd x [B, T, H, D]"

@@ -65,13 +65,13 @@ class PenzaiBackend(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 
+    def library_reason(self) -> "str | None":
+        return missing_modules("jax", "penzai")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing_modules("jax", "penzai")
-        if reason:
-            return reason
         if not positions_fit_int32(case.positions):
             return "positions beyond int32 (JAX default integer width)"
         return True
@@ -92,7 +92,7 @@ class PenzaiBackend(BaseBackend):
         return self._jit.get((spec, backward), build)
 
     def _run(self, x: np.ndarray, positions: Any, spec: RopeSpec, cu_seqlens: Any, backward: bool) -> np.ndarray:
-        reason = missing_modules("jax", "penzai")
+        reason = self.library_reason()
         if reason:
             raise RuntimeError(reason)
         packed = cu_seqlens is not None

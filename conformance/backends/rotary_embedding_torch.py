@@ -60,13 +60,13 @@ class RotaryEmbeddingTorchBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return missing("torch", "rotary_embedding_torch")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "rotary_embedding_torch")
-        if reason:
-            return reason
         if case.spec.scaling.type == "linear":
             if case.stage == "inv_freq":
                 return "interpolate_factor divides the positions; the freqs parameter is unscaled"

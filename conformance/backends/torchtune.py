@@ -61,13 +61,13 @@ class TorchtuneBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return missing("torch", "torchtune")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = missing("torch", "torchtune")
-        if reason:
-            return reason
         return cache_rows_reason(case.positions) or True
 
     # ---- the module -------------------------------------------------------------------------

@@ -65,13 +65,13 @@ class TransformerEngineBackend(BaseBackend):
         )
     )
 
+    def library_reason(self) -> "str | None":
+        return gpu_reason("transformer_engine")
+
     def supports(self, case: GoldenCase) -> "bool | str":
         base = super().supports(case)
         if base is not True:
             return base
-        reason = gpu_reason("transformer_engine")
-        if reason:
-            return reason
         x = case.arrays.get("x", case.arrays.get("grad"))
         offs = _offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import FEATURES
 from .base import BaseBackend, Capabilities
 from .gpu_util import gpu_reason
 from .hf_families import rope_parameters
@@ -49,11 +49,8 @@ class VLLMBackend(BaseBackend):
         )
     )
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
-        return gpu_reason("vllm") or True
+    def library_reason(self) -> "str | None":
+        return gpu_reason("vllm")
 
     def _rope(self, spec: RopeSpec, max_position: int, dtype: Any) -> Any:
         from vllm.model_executor.layers.rotary_embedding import get_rope
