@@ -188,6 +188,11 @@ def peak_memory(case: Case) -> dict[str, float]:
     return res
 
 
+def _sig(value: float) -> float:
+    """``value`` to 4 significant digits (a tiny smoke-mode throughput stays non-zero)."""
+    return float(f"{value:.4g}")
+
+
 def run(quick: bool, repeats: int) -> tuple[list[Row], dict[str, object]]:
     copy_gbs = copy_bandwidth((16 if quick else 512) << 20, repeats)
     rows: list[Row] = []
@@ -199,7 +204,7 @@ def run(quick: bool, repeats: int) -> tuple[list[Row], dict[str, object]]:
             return
         ms = median_ms(fn, reps)
         gbs = n_bytes / (ms * 1e-3) / 1e9
-        rows.append(Row(case.name, direction, impl, round(ms, 3), round(gbs, 2), round(gbs / copy_gbs, 3), note))
+        rows.append(Row(case.name, direction, impl, _sig(ms), _sig(gbs), _sig(gbs / copy_gbs), note))
 
     for case in cases(quick):
         x, pos, spec, cu = case.x, case.positions, case.spec, case.cu_seqlens
@@ -245,6 +250,34 @@ def ratios(rows: list[Row], case: str) -> dict[str, float]:
     return out
 
 
+def targets(rows: list[Row], case: str, f32_case: str | None) -> dict[str, str]:
+    """The issue's targets for fast forward of ``case`` (float64), each ``"measured (target): met|NOT met"``."""
+    t = {(r.direction, r.impl): r for r in rows if r.case == case}
+    fwd = t.get(("fwd", "fast"))
+    if fwd is None or fwd.median_ms is None:
+        return {}
+    out: dict[str, str] = {}
+
+    def check(name: str, value: float, ok: bool, want: str) -> None:
+        out[name] = f"{value:.3g} ({want}): {'met' if ok else 'NOT met'}"
+
+    check("fraction of copy bandwidth", fwd.frac_copy_bw or 0.0, (fwd.frac_copy_bw or 0.0) >= 0.7, ">= 0.7")
+    for impl, want in (("reference", 8.0), ("torch", 10.0), ("jax", 10.0)):
+        other = t.get(("fwd", impl))
+        if other is not None and other.median_ms is not None:
+            ratio = other.median_ms / fwd.median_ms
+            check(f"{impl} time / fast", ratio, ratio >= want, f">= {want:g}")
+    bwd = t.get(("bwd", "fast"))
+    if bwd is not None and bwd.median_ms is not None:
+        ratio = bwd.median_ms / fwd.median_ms
+        check("fast bwd / fwd time", ratio, ratio <= 1.2, "<= 1.2")
+    f32 = next((r for r in rows if r.case == f32_case and r.direction == "fwd" and r.impl == "fast"), None)
+    if f32 is not None and f32.median_ms is not None:
+        ratio = f32.median_ms / fwd.median_ms
+        check("fast fwd float32 / float64 time", ratio, ratio <= 1.0, "<= 1")
+    return out
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -278,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         t64 = next(r.median_ms for r in rows if r.case == first and r.direction == "fwd" and r.impl == "fast")
         t32 = next(r.median_ms for r in rows if r.case == f32 and r.direction == "fwd" and r.impl == "fast")
         info["fast fwd float32/float64 time"] = round(t32 / t64, 3)
+    info["targets " + first] = targets(rows, first, f32)
     print(f"# {info['date']}  {info['cpu']}  cores={info['cores']}  load={info['load_average']}")
     print(f"# copy bandwidth (np.copyto, read+write): {extra['copy_bandwidth_gb_s']} GB/s")
     width = max(len(r.case) for r in rows)
@@ -290,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in info.items():
         if key.startswith(("ratios", "memory", "fast fwd")):
             print(f"# {key}: {value}")
+        elif key.startswith("targets"):
+            print(f"# {key} (measured in this run; reported, never asserted):")
+            for name, verdict in value.items():  # type: ignore[attr-defined]
+                print(f"#   {name}: {verdict}")
     if args.json:
         Path(args.json).write_text(json.dumps({"info": info, "rows": [asdict(r) for r in rows]}, indent=1))
     return 0
