@@ -26,13 +26,14 @@ pass-through channels, copied unchanged.
 Parallelism and memory traffic: tokens are split into contiguous blocks, one
 ``prange`` iteration per block; each block owns a ``[n]`` cos/sin scratch (allocated
 once per block, never per element), fills it once per token and reuses it across all
-heads. While it computes token ``t``'s cos/sin (compute-bound: two libm calls per
-pair), it prefetches token ``t+1``'s ``x`` (memory-bound), so the two overlap. With
-``stream=True`` (large, aligned outputs; :func:`roperef.fast._streams`) a token is
-rotated into a ``[1, H, D]`` scratch that stays in L1/L2 and then written to ``out``
-with 16-byte non-temporal stores (no read-for-ownership of ``out``), and each block
-ends with a store fence (:mod:`roperef.fast_llvm`). Neither changes a value: the
-stored numbers are the same either way (tested bit for bit).
+heads. The cos/sin of a token are pure computation (two libm calls per pair), so the
+block runs a software pipeline: while it computes token ``t+1``'s cos/sin it prefetches
+token ``t+2``'s ``x`` and, with ``stream=True`` (large, aligned outputs;
+:func:`roperef.fast._streams`), writes the already rotated token ``t`` from a
+``[H*D]`` scratch that stays in L1/L2 to ``out`` with 16-byte non-temporal stores (no
+read-for-ownership of ``out``); each block ends with a store fence
+(:mod:`roperef.fast_llvm`). None of this changes a value: the stored numbers are the
+same either way (tested bit for bit).
 """
 
 from __future__ import annotations
@@ -85,19 +86,27 @@ def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):  # type: ignore[no-unt
 
 
 @njit(cache=True, inline="always")
-def _fill_token_prefetching(rows, t, freqs, axes, s, sign, cos, sin, xf, t_next, m):  # type: ignore[no-untyped-def]
-    """:func:`_fill_token`, prefetching the ``m`` elements of token ``t_next`` (``xf`` = flat ``x``) on the way.
+def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefetch, m, bf, of, t_stream):  # type: ignore[no-untyped-def]
+    """:func:`_fill_token`, with the memory traffic of neighbouring tokens spread over its pairs.
 
-    The token's cache lines are spread evenly over the ``n`` pairs, so the loads are in
-    flight while ``cos``/``sin`` compute. Only a hint: no value depends on it.
+    The libm calls of one token are pure computation; alongside pair ``j`` this issues the
+    ``j``-th ``1/n`` of (1) prefetches of the ``m`` elements of token ``t_prefetch`` of
+    ``xf`` (flat ``x``) and (2) when ``t_stream >= 0``, the non-temporal stores of the
+    rotated token ``t_stream`` from the scratch ``bf`` (flat, ``m`` elements) into ``of``
+    (flat ``out``), so reads, writes and arithmetic overlap. Neither changes a value.
     """
     n = freqs.shape[0]
     step = max(1, _LINE_BYTES // xf.itemsize)
     lines = (m + step - 1) // step
-    base = t_next * m
+    w = 16 // of.itemsize
+    chunks = m // w if t_stream >= 0 else 0
+    read_base = t_prefetch * m
+    write_base = t_stream * m
     for j in range(n):
         for line in range(j * lines // n, (j + 1) * lines // n):
-            prefetch(xf, base + line * step)
+            prefetch(xf, read_base + line * step)
+        for c in range(j * chunks // n, (j + 1) * chunks // n):
+            stream16(bf, c * w, of, write_base + c * w)
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
 
 
@@ -181,14 +190,13 @@ def _rotate_token(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b, keep, k_in, k_
 
 
 @njit(cache=True)
-def _stream_token(buf, of, t):  # type: ignore[no-untyped-def]
-    """``of[t*m : (t+1)*m] = buf.flat`` (``m = buf.size``) with 16-byte non-temporal stores.
+def _stream_token(bf, of, t):  # type: ignore[no-untyped-def]
+    """``of[t*m : (t+1)*m] = bf`` (``m = bf.size``) with 16-byte non-temporal stores.
 
     Needs ``of``'s address at ``t*m`` 16-byte aligned and ``m * itemsize`` a multiple of 16
     (:func:`roperef.fast._streams` checks both before choosing this path).
     """
-    m = buf.size
-    bf = buf.reshape(m)
+    m = bf.size
     base = t * m
     for i in range(0, m, 16 // bf.itemsize):
         stream16(bf, i, of, base + i)
@@ -210,7 +218,10 @@ def tables_kernel(rows, freqs, axes, s, cos, sin, n_blocks):  # type: ignore[no-
 def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
     """Forward (``sign=1``) or backward (``sign=-1``, maps transposed) RoPE of ``x [N,H,D]`` into ``out``.
 
-    ``stream``: write ``out`` with non-temporal stores through a per-block token scratch.
+    Per block, a software pipeline over its tokens ``t0 <= t < t1``: the cos/sin of token
+    ``t+1`` are computed while token ``t+2`` is prefetched and (``stream=True``) the
+    rotated token ``t`` is streamed out of the scratch with non-temporal stores; then
+    token ``t+1`` is rotated (into the scratch, or straight into ``out``).
     """
     n_tok = x.shape[0]
     n = freqs.shape[0]
@@ -220,16 +231,22 @@ def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k
     of = out.reshape(out.size)
     for b in prange(nb):
         table = np.empty((2, n), dtype=np.float64)
-        buf = np.empty((1, x.shape[1] if stream else 0, x.shape[2]), dtype=out.dtype)
+        bf = np.empty(m if stream else 0, dtype=out.dtype)
+        buf = bf.reshape((1, x.shape[1] if stream else 0, x.shape[2]))
         t0 = b * n_tok // nb
         t1 = (b + 1) * n_tok // nb
+        _fill_token_overlapped(rows, t0, freqs, axes, s, sign, table[0], table[1], xf, min(t0 + 1, n_tok - 1), m, bf, of, -1)
         for t in range(t0, t1):
-            _fill_token_prefetching(rows, t, freqs, axes, s, sign, table[0], table[1], xf, min(t + 1, n_tok - 1), m)
             if stream:
                 _rotate_token(x, t, buf, 0, table[0], table[1], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-                _stream_token(buf, of, t)
             else:
                 _rotate_token(x, t, out, t, table[0], table[1], in_a, in_b, out_a, out_b, keep, k_in, k_out)
+            if t + 1 < t1:
+                _fill_token_overlapped(
+                    rows, t + 1, freqs, axes, s, sign, table[0], table[1], xf, min(t + 2, n_tok - 1), m, bf, of, t if stream else -1
+                )
+            elif stream:
+                _stream_token(bf, of, t)
         if stream:
             store_fence()
 
@@ -241,13 +258,14 @@ def apply_kernel(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, 
     nb = min(n_tok, n_blocks)
     of = out.reshape(out.size)
     for b in prange(nb):
-        buf = np.empty((1, x.shape[1] if stream else 0, x.shape[2]), dtype=out.dtype)
+        bf = np.empty(x.shape[1] * x.shape[2] if stream else 0, dtype=out.dtype)
+        buf = bf.reshape((1, x.shape[1] if stream else 0, x.shape[2]))
         t0 = b * n_tok // nb
         t1 = (b + 1) * n_tok // nb
         for t in range(t0, t1):
             if stream:
                 _rotate_token(x, t, buf, 0, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-                _stream_token(buf, of, t)
+                _stream_token(bf, of, t)
             else:
                 _rotate_token(x, t, out, t, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
         if stream:

@@ -12,10 +12,11 @@ None of them changes a value; they change how memory is moved:
 - :func:`prefetch` hints that the cache line holding ``arr.flat[i]`` will be read
   soon (``llvm.prefetch``, read, locality 2: L2 on x86-64). It never faults and is a
   no-op where the target has no prefetch instruction.
-- :func:`store_fence` is a sequentially consistent fence (``mfence`` on x86-64,
-  ``dmb ish`` on AArch64): non-temporal stores are weakly ordered, so each parallel
-  block ends with one, before the thread pool's own synchronisation publishes the
-  block as done.
+- :func:`store_fence` orders every earlier store, non-temporal ones included: an
+  ``sfence`` on x86 (the fence the ISA prescribes for weakly ordered streaming
+  stores) followed by a sequentially consistent LLVM fence (a locked instruction on
+  x86-64, ``dmb ish`` on AArch64). Each parallel block ends with one, before the
+  thread pool's own synchronisation publishes the block as done.
 
 Numba's on-disk cache keys a kernel on its own source file only: after editing this
 file, clear the cache of :mod:`roperef.fast_kernels` (``roperef/__pycache__`` or
@@ -90,6 +91,9 @@ def store_fence(typingctx: Any) -> Any:
     sig = types.void()
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if str(builder.module.triple).startswith(("x86_64", "i386", "i686")):
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
+            builder.call(fn, [])
         builder.fence("seq_cst")
         return context.get_dummy_value()
 
