@@ -49,6 +49,10 @@ __all__ = ["tables_kernel", "rope_kernel", "apply_kernel"]
 
 _SPLITTER = 134217729.0  # 2^27 + 1, as roperef.reference._SPLITTER
 _LINE_BYTES = 64  # cache line: the prefetch stride
+# Token indices passed as typed int64 values, not literals: a literal argument would make
+# Numba compile a second specialisation of every callee (measured: twice the cold compile).
+_ZERO = np.int64(0)
+_NONE = np.int64(-1)  # "no token" for _fill_token_overlapped's t_stream
 
 
 @njit(cache=True, inline="always")
@@ -218,10 +222,11 @@ def tables_kernel(rows, freqs, axes, s, cos, sin, n_blocks):  # type: ignore[no-
 def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
     """Forward (``sign=1``) or backward (``sign=-1``, maps transposed) RoPE of ``x [N,H,D]`` into ``out``.
 
-    Per block, a software pipeline over its tokens ``t0 <= t < t1``: the cos/sin of token
-    ``t+1`` are computed while token ``t+2`` is prefetched and (``stream=True``) the
-    rotated token ``t`` is streamed out of the scratch with non-temporal stores; then
-    token ``t+1`` is rotated (into the scratch, or straight into ``out``).
+    ``stream``: write ``out`` with non-temporal stores through a per-block token scratch.
+    Each block runs a software pipeline over its tokens ``t0 <= t < t1``; step ``t``: rotate
+    token ``t`` (its cos/sin are ready) into the scratch (``stream``) or straight into
+    ``out``; then compute the cos/sin of token ``t+1`` while prefetching token ``t+2`` and
+    streaming the rotated token ``t`` out of the scratch.
     """
     n_tok = x.shape[0]
     n = freqs.shape[0]
@@ -232,23 +237,33 @@ def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k
     for b in prange(nb):
         table = np.empty((2, n), dtype=np.float64)
         bf = np.empty(m if stream else 0, dtype=out.dtype)
-        buf = bf.reshape((1, x.shape[1] if stream else 0, x.shape[2]))
+        y = bf.reshape((1, x.shape[1], x.shape[2])) if stream else out  # the scratch (row 0) or out (row t)
         t0 = b * n_tok // nb
         t1 = (b + 1) * n_tok // nb
-        _fill_token_overlapped(rows, t0, freqs, axes, s, sign, table[0], table[1], xf, min(t0 + 1, n_tok - 1), m, bf, of, -1)
-        for t in range(t0, t1):
-            if stream:
-                _rotate_token(x, t, buf, 0, table[0], table[1], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-            else:
-                _rotate_token(x, t, out, t, table[0], table[1], in_a, in_b, out_a, out_b, keep, k_in, k_out)
+        for t in range(t0 - 1, t1):  # t = t0 - 1: only the prologue, the cos/sin of t0
+            if t >= t0:
+                _rotate_token(x, t, y, _ZERO if stream else t, table[0], table[1], in_a, in_b, out_a, out_b, keep, k_in, k_out)
             if t + 1 < t1:
-                _fill_token_overlapped(
-                    rows, t + 1, freqs, axes, s, sign, table[0], table[1], xf, min(t + 2, n_tok - 1), m, bf, of, t if stream else -1
-                )
+                t_stream = t if stream and t >= t0 else _NONE
+                _fill_token_overlapped(rows, t + 1, freqs, axes, s, sign, table[0], table[1], xf, min(t + 2, n_tok - 1), m, bf, of, t_stream)
             elif stream:
                 _stream_token(bf, of, t)
         if stream:
             store_fence()
+
+
+@njit(cache=True)
+def _apply_block(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, stream, t0, t1):  # type: ignore[no-untyped-def]
+    """Tokens ``t0 <= t < t1`` of :func:`apply_kernel`."""
+    of = out.reshape(out.size)
+    bf = np.empty(x.shape[1] * x.shape[2] if stream else 0, dtype=out.dtype)
+    y = bf.reshape((1, x.shape[1], x.shape[2])) if stream else out
+    for t in range(t0, t1):
+        _rotate_token(x, t, y, _ZERO if stream else t, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
+        if stream:
+            _stream_token(bf, of, t)
+    if stream:
+        store_fence()
 
 
 @njit(parallel=True, cache=True)
@@ -256,17 +271,5 @@ def apply_kernel(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, 
     """Rotate ``x [N,H,D]`` with given per-token tables ``cos, sin [N, n]`` into ``out`` (``stream`` as above)."""
     n_tok = x.shape[0]
     nb = min(n_tok, n_blocks)
-    of = out.reshape(out.size)
     for b in prange(nb):
-        bf = np.empty(x.shape[1] * x.shape[2] if stream else 0, dtype=out.dtype)
-        buf = bf.reshape((1, x.shape[1] if stream else 0, x.shape[2]))
-        t0 = b * n_tok // nb
-        t1 = (b + 1) * n_tok // nb
-        for t in range(t0, t1):
-            if stream:
-                _rotate_token(x, t, buf, 0, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-                _stream_token(bf, of, t)
-            else:
-                _rotate_token(x, t, out, t, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-        if stream:
-            store_fence()
+        _apply_block(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, stream, b * n_tok // nb, (b + 1) * n_tok // nb)
