@@ -46,7 +46,9 @@ __all__ = ["cos_sin", "apply", "forward", "backward"]
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _BLOCKS_PER_THREAD = 8
 STREAM_MIN_BYTES = 16 * 2**20
-"""Outputs of at least this size are written with non-temporal stores (:func:`_streams`)."""
+"""Outputs of at least this size may be written with non-temporal stores (:func:`_streams`)."""
+STREAM_MIN_ELEMENTS_PER_PAIR = 32
+"""... when each cos/sin pair a token computes is reused over at least this many elements (:func:`_streams`)."""
 
 
 def _n_blocks() -> int:
@@ -90,17 +92,28 @@ def _output(x: np.ndarray, out: object, out_dtype: object, name: str) -> np.ndar
     return out
 
 
-def _streams(y: np.ndarray) -> bool:
+def _streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
     """Whether the kernels write ``y [..., H, D]`` with non-temporal (streaming) stores.
 
     Yes when ``y`` is at least :data:`STREAM_MIN_BYTES` (far beyond what a cache would
     keep, so skipping the read-for-ownership of every output line saves a third of the
-    memory traffic), its address is 16-byte aligned and a token's ``H*D`` elements are a
-    whole number of 16-byte stores. Smaller outputs stay in cache with ordinary stores;
-    misaligned ones (``out=`` a view at an odd offset) use them too. Same values either way.
+    memory traffic), its address is 16-byte aligned, a token's ``H*D`` elements are a whole
+    number of 16-byte stores, and the pass is memory-bound: ``H*D`` is at least
+    :data:`STREAM_MIN_ELEMENTS_PER_PAIR` times the ``pairs_per_token`` cos/sin pairs the
+    kernel computes per token (0 for :func:`apply`, which reads its tables). With fewer
+    heads the libm calls dominate and the extra pass through the scratch costs more than
+    it saves (measured: ``(8,8,2048,64)``, 16 elements per pair, 1.07x (float64) and 1.26x
+    (float32) slower streamed; ``(1,32,4096,128)``, 64 per pair, 1.2x faster streamed).
+    Smaller or misaligned outputs (``out=`` a view at an odd offset) use ordinary stores.
+    Same values either way.
     """
-    token_bytes = y.shape[-2] * y.shape[-1] * y.itemsize
-    return y.nbytes >= STREAM_MIN_BYTES and y.ctypes.data % 16 == 0 and token_bytes % 16 == 0
+    token_elements = y.shape[-2] * y.shape[-1]
+    return (
+        y.nbytes >= STREAM_MIN_BYTES
+        and y.ctypes.data % 16 == 0
+        and (token_elements * y.itemsize) % 16 == 0
+        and token_elements >= STREAM_MIN_ELEMENTS_PER_PAIR * pairs_per_token
+    )
 
 
 def _keep(spec: RopeSpec) -> np.ndarray:
@@ -188,7 +201,7 @@ def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, bac
         _keep(spec),
         _as_tokens(y),
         _n_blocks(),
-        _streams(y),
+        _streams(y, spec.n_pairs),
     )
     return y
 

@@ -104,13 +104,23 @@ def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefet
     lines = (m + step - 1) // step
     w = 16 // of.itemsize
     chunks = m // w if t_stream >= 0 else 0
-    read_base = t_prefetch * m
-    write_base = t_stream * m
+    # Pair j takes lines // n lines (one more while j < lines % n), likewise chunks:
+    # running indices, no division inside the loop.
+    line_q, line_r = lines // n, lines % n
+    chunk_q, chunk_r = chunks // n, chunks % n
+    line = t_prefetch * m
+    src = 0
+    dst = t_stream * m
     for j in range(n):
-        for line in range(j * lines // n, (j + 1) * lines // n):
-            prefetch(xf, read_base + line * step)
-        for c in range(j * chunks // n, (j + 1) * chunks // n):
-            stream16(bf, c * w, of, write_base + c * w)
+        line_end = line + (line_q + (1 if j < line_r else 0)) * step
+        while line < line_end:
+            prefetch(xf, line)
+            line += step
+        src_end = src + (chunk_q + (1 if j < chunk_r else 0)) * w
+        while src < src_end:
+            stream16(bf, src, of, dst)
+            src += w
+            dst += w
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
 
 

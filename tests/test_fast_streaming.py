@@ -29,8 +29,10 @@ BIG = (1, 1024, 16, 128)  # float64: exactly 16 MiB
 
 @contextmanager
 def threshold(n_bytes: int) -> Iterator[None]:
+    """Stream every aligned output of at least ``n_bytes``, whatever its heads per cos/sin pair."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fast, "STREAM_MIN_BYTES", n_bytes)
+        mp.setattr(fast, "STREAM_MIN_ELEMENTS_PER_PAIR", 0)
         yield
 
 
@@ -68,6 +70,15 @@ def test_streams_only_large_aligned_whole_store_outputs():
     assert not fast._streams(odd_token)
 
 
+def test_streams_only_when_memory_bound():
+    """The forward computes ``n`` cos/sin pairs per token: streaming needs ``H*D >= 32 n`` elements."""
+    y = np.empty((16384, 8, 64))  # 64 MiB, 512 elements per token
+    assert fast.STREAM_MIN_ELEMENTS_PER_PAIR == 32
+    assert fast._streams(y)  # apply: no cos/sin computed
+    assert fast._streams(y, pairs_per_token=16)  # 32 elements per pair
+    assert not fast._streams(y, pairs_per_token=32)  # 16 elements per pair: libm-bound
+
+
 # ---------------------------------------------------------------------------------------------
 # A real 16 MiB output at the real threshold
 # ---------------------------------------------------------------------------------------------
@@ -81,14 +92,14 @@ def test_large_output_is_streamed_and_exact(pairing):
     pos = np.arange(BIG[1], dtype=np.int64)[None] + 70000
     want = reference.forward(x, pos, spec)
     out = np.full(BIG, np.nan)
-    assert fast._streams(out)
+    assert fast._streams(out, spec.n_pairs)
     assert fast.forward(x, pos, spec, out=out) is out
     with threshold(1 << 62):
         ordinary = fast.forward(x, pos, spec)
     assert_same_and_close(out, ordinary, want, "forward")
     # The same call into a misaligned out= (ordinary stores) writes the same values.
     misaligned = np.empty(x.size + 1)[1:].reshape(BIG)
-    assert not fast._streams(misaligned)
+    assert not fast._streams(misaligned, spec.n_pairs)
     fast.forward(x, pos, spec, out=misaligned)
     assert np.array_equal(misaligned, out)
     back = fast.backward(out, pos, spec)
