@@ -49,6 +49,10 @@ STREAM_MIN_BYTES = 16 * 2**20
 """Outputs of at least this size may be written with non-temporal stores (:func:`_streams`)."""
 STREAM_MIN_ELEMENTS_PER_PAIR = 32
 """... when each cos/sin pair a token computes is reused over at least this many elements (:func:`_streams`)."""
+SHARE_MAX_DISTINCT = 0.5
+"""Tokens share cos/sin rows when at most this fraction of them have distinct positions (:func:`_shared_positions`)."""
+SHARE_MAX_TABLE = 0.125
+"""... and the shared tables hold at most this fraction of the output's element count."""
 
 
 def _n_blocks() -> int:
@@ -160,7 +164,7 @@ def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tu
     cos = np.empty((*grid, spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
     c2, s2 = cos.reshape((-1, spec.n_pairs)), sin.reshape((-1, spec.n_pairs))
-    tables_kernel(_token_rows(rows), freqs, pair_axes(spec), s, c2, s2, _n_blocks())
+    tables_kernel(_token_rows(rows), freqs, pair_axes(spec), s, 1.0, c2, s2, _n_blocks())
     return cos, sin
 
 
@@ -177,32 +181,55 @@ def apply(
     c2 = np.ascontiguousarray(np.broadcast_to(c, (*grid, n))).reshape((math.prod(grid), n))
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
+    idx = np.arange(c2.shape[0], dtype=np.int64)
     apply_kernel(
-        _as_tokens(_kernel_input(arr)), c2, s2, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), _streams(y)
+        _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), _streams(y)
     )
     return y
 
 
+def _shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(distinct position columns [A, U], each token's column [N])`` when sharing cos/sin pays, else ``None``.
+
+    Tokens at the same position (every batch row of a prefill, every packed sequence from
+    0) need the same cos/sin. When at most :data:`SHARE_MAX_DISTINCT` of the ``N`` tokens
+    have distinct positions, computing the ``U`` rows once and streaming ``x`` through them
+    beats computing ``N`` rows (the libm calls dominate when a pair serves few elements).
+    The tables must stay small next to the output: ``2 U n <= SHARE_MAX_TABLE * N * H * D``
+    (elements), so no temporary grows like ``x``.
+    """
+    n_tok = rows.shape[1]
+    if n_tok < 2:
+        return None
+    if rows.shape[0] == 1:
+        distinct, index = np.unique(rows[0], return_inverse=True)
+        distinct = distinct[None]
+    else:
+        distinct, index = np.unique(rows, axis=1, return_inverse=True)
+    n_distinct = distinct.shape[1]
+    if n_distinct > SHARE_MAX_DISTINCT * n_tok or 2 * n_distinct * n_pairs > SHARE_MAX_TABLE * n_tok * token_elements:
+        return None
+    return np.ascontiguousarray(distinct, dtype=np.int64), np.ascontiguousarray(index.reshape(-1), dtype=np.int64)
+
+
 def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
-    from .fast_kernels import rope_kernel
+    from .fast_kernels import apply_kernel, rope_kernel, tables_kernel
 
     prep = prepare(x, positions, spec, cu_seqlens, seq_len, name=name)
     freqs, s = _freqs(spec, prep.seq_len)
     y = _output(prep.x, out, out_dtype, name)
     pm = pair_map(spec).transposed() if backward else pair_map(spec)
-    rope_kernel(
-        _as_tokens(_kernel_input(prep.x)),
-        _token_rows(prep.rows),
-        freqs,
-        pair_axes(spec),
-        s,
-        -1.0 if backward else 1.0,
-        *_maps(pm),
-        _keep(spec),
-        _as_tokens(y),
-        _n_blocks(),
-        _streams(y, spec.n_pairs),
-    )
+    x3, y3, rows = _as_tokens(_kernel_input(prep.x)), _as_tokens(y), _token_rows(prep.rows)
+    sign = -1.0 if backward else 1.0
+    shared = _shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
+    if shared is None:  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
+        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y, spec.n_pairs))
+        return y
+    distinct, index = shared  # cos/sin once per distinct position, then a streaming pass
+    cos = np.empty((distinct.shape[1], spec.n_pairs), dtype=np.float64)
+    sin = np.empty_like(cos)
+    tables_kernel(distinct, freqs, pair_axes(spec), s, sign, cos, sin, _n_blocks())
+    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y))
     return y
 
 

@@ -217,15 +217,15 @@ def _stream_token(bf, of, t):  # type: ignore[no-untyped-def]
 
 
 @njit(parallel=True, cache=True)
-def tables_kernel(rows, freqs, axes, s, cos, sin, n_blocks):  # type: ignore[no-untyped-def]
-    """``cos, sin [N, n]`` of every token (no sign flip)."""
+def tables_kernel(rows, freqs, axes, s, sign, cos, sin, n_blocks):  # type: ignore[no-untyped-def]
+    """``cos, sin [N, n]`` of every token (``sign`` = -1.0 negates sin, as the backward pass does)."""
     n_tok = cos.shape[0]
     nb = min(n_tok, n_blocks)
     for b in prange(nb):
         t0 = b * n_tok // nb
         t1 = (b + 1) * n_tok // nb
         for t in range(t0, t1):
-            _fill_token(rows, t, freqs, axes, s, 1.0, cos[t], sin[t])
+            _fill_token(rows, t, freqs, axes, s, sign, cos[t], sin[t])
 
 
 @njit(parallel=True, cache=True)
@@ -262,24 +262,24 @@ def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k
             store_fence()
 
 
-@njit(cache=True)
-def _apply_block(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, stream, t0, t1):  # type: ignore[no-untyped-def]
-    """Tokens ``t0 <= t < t1`` of :func:`apply_kernel`."""
-    of = out.reshape(out.size)
-    bf = np.empty(x.shape[1] * x.shape[2] if stream else 0, dtype=out.dtype)
-    y = bf.reshape((1, x.shape[1], x.shape[2])) if stream else out
-    for t in range(t0, t1):
-        _rotate_token(x, t, y, _ZERO if stream else t, cos[t], sin[t], in_a, in_b, out_a, out_b, keep, k_in, k_out)
-        if stream:
-            _stream_token(bf, of, t)
-    if stream:
-        store_fence()
-
-
 @njit(parallel=True, cache=True)
-def apply_kernel(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
-    """Rotate ``x [N,H,D]`` with given per-token tables ``cos, sin [N, n]`` into ``out`` (``stream`` as above)."""
+def apply_kernel(x, cos, sin, idx, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
+    """Rotate ``x [N,H,D]`` with tables ``cos, sin [U, n]`` (token ``t`` uses row ``idx[t]``) into ``out``.
+
+    ``stream`` as in :func:`rope_kernel`. A pure streaming pass (the tables stay in cache).
+    """
     n_tok = x.shape[0]
     nb = min(n_tok, n_blocks)
+    of = out.reshape(out.size)
     for b in prange(nb):
-        _apply_block(x, cos, sin, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, stream, b * n_tok // nb, (b + 1) * n_tok // nb)
+        bf = np.empty(x.shape[1] * x.shape[2] if stream else 0, dtype=out.dtype)
+        y = bf.reshape((1, x.shape[1], x.shape[2])) if stream else out  # the scratch (row 0) or out (row t)
+        t0 = b * n_tok // nb
+        t1 = (b + 1) * n_tok // nb
+        for t in range(t0, t1):
+            r = idx[t]
+            _rotate_token(x, t, y, _ZERO if stream else t, cos[r], sin[r], in_a, in_b, out_a, out_b, keep, k_in, k_out)
+            if stream:
+                _stream_token(bf, of, t)
+        if stream:
+            store_fence()
