@@ -15,9 +15,11 @@ second order in ``lo``, times the attention factor ``s``)::
 Differences from the reference are only in cost:
 
 - cos/sin are computed once per (token, pair) into a per-block ``[n]`` scratch and
-  reused across heads; no table of the size of ``x`` and no float64 copy of a
-  float32 ``x`` is made. ``forward``/``backward`` allocate only their output (or
-  none, with ``out=``).
+  reused across heads, in a pipeline that overlaps them with the memory traffic; no
+  table of the size of ``x`` and no float64 copy of a float32 ``x`` is made.
+  ``forward``/``backward`` allocate only their output (or none, with ``out=``).
+- Tokens that share a position share one cos/sin row (:func:`_shared_positions`);
+  large memory-bound outputs are written with non-temporal stores (:func:`_streams`).
 - float32 ``x`` is read as float32 and computed in float64; the output (float64 by
   default, float32 with ``out_dtype=np.float32`` or a float32 ``out``) is rounded once.
 - Inputs that the kernels cannot read in place (non-contiguous, read-only, float16,
