@@ -5,18 +5,18 @@ sequences that all start at 0) and the tables stay small next to the output, ``f
 and ``backward`` compute cos/sin once per distinct position and then stream ``x`` through
 them. These tests check when that path is chosen and that it writes exactly what the
 per-token pipeline writes (bit for bit), within 2 ulp of the reference. Hypothesis cases
-are small, so they run with the sharing limits lifted (``sharing(True)``) and removed
-(``sharing(False)``).
+are small, so they run with the sharing limits lifted (``SHARED``) and sharing off
+(``PER_TOKEN``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
-import pytest
-from hypothesis import given, settings
+from fast_paths import assert_same_and_close, settings, two_paths
+from hypothesis import given
+from hypothesis import settings as examples
 from strategies import rope_cases, rope_specs
 from ulp import max_ulp
 
@@ -25,28 +25,13 @@ from roperef import RopeSpec, fast, reference
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 
 
-@contextmanager
-def sharing(on: bool) -> Iterator[None]:
-    """``on``: every input with a repeated position shares rows; off: never."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "SHARE_MAX_DISTINCT", 1.0 if on else 0.0)
-        mp.setattr(fast, "SHARE_MAX_TABLE", float("inf") if on else 0.0)
-        yield
+SHARED = {"SHARE_MAX_DISTINCT": 1.0, "SHARE_MAX_TABLE": float("inf")}  # any repeated position shares
+PER_TOKEN = {"SHARE_MAX_DISTINCT": 0.0, "SHARE_MAX_TABLE": 0.0}  # never
 
 
 def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    with sharing(True):
-        shared = call()
-    with sharing(False):
-        per_token = call()
-    return shared, per_token
-
-
-def assert_same_and_close(shared: np.ndarray, per_token: np.ndarray, want: np.ndarray, what: str) -> None:
-    assert shared.dtype == per_token.dtype == want.dtype
-    assert np.array_equal(shared, per_token, equal_nan=True), f"{what}: shared tables and per-token pipeline differ"
-    worst = max_ulp(shared, want)
-    assert worst <= 2, f"{what}: {worst} ulp from the reference"
+    """``call()`` with shared cos/sin rows, then with the per-token pipeline."""
+    return two_paths(call, SHARED, PER_TOKEN)
 
 
 def test_when_rows_are_shared():
@@ -71,14 +56,14 @@ def test_prefill_batch_takes_the_shared_path_and_is_exact():
     pos = np.arange(256)[None].repeat(8, 0) + 4000
     assert fast._shared_positions(pos.reshape(1, -1), 8 * 64, spec.n_pairs) is not None
     got = fast.forward(x, pos, spec)
-    with sharing(False):
+    with settings(PER_TOKEN):
         per_token = fast.forward(x, pos, spec)
     assert_same_and_close(got, per_token, reference.forward(x, pos, spec), "prefill batch")
     back = fast.backward(got, pos, spec, out_dtype=np.float32)
     assert max_ulp(back, reference.backward(got, pos, spec, out_dtype=np.float32)) <= 2
 
 
-@settings(max_examples=40)
+@examples(max_examples=40)
 @given(rope_cases(specs=rope_specs(scaling_types=SAFE_SCALINGS), max_heads=3))
 def test_forward_backward_shared_equal_per_token(case):
     """Every pairing, window, mRoPE layout and vision form; repeated positions come from the batch."""

@@ -5,18 +5,19 @@ token) are rotated into a per-block scratch and written with non-temporal stores
 (:mod:`roperef.fast_llvm`). These tests check when that path is chosen, and that it
 writes exactly the bytes the ordinary path writes (bit for bit, every layout and
 dtype), which are within 2 ulp of the reference. Hypothesis cases are small, so they
-run with the threshold lowered to 0 (``streaming()``); one test uses a real 16 MiB
+run with every aligned output streamed (``STREAMED``); one test uses a real 16 MiB
 output at the real threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from fast_paths import assert_same_and_close, settings, two_paths
+from hypothesis import given
+from hypothesis import settings as examples
 from hypothesis import strategies as st
 from strategies import rope_cases, rope_specs
 from ulp import max_ulp
@@ -27,29 +28,13 @@ SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "propo
 BIG = (1, 1024, 16, 128)  # float64: exactly 16 MiB
 
 
-@contextmanager
-def threshold(n_bytes: int) -> Iterator[None]:
-    """Stream every aligned output of at least ``n_bytes``, whatever its heads per cos/sin pair."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "STREAM_MIN_BYTES", n_bytes)
-        mp.setattr(fast, "STREAM_MIN_ELEMENTS_PER_PAIR", 0)
-        yield
+STREAMED = {"STREAM_MIN_BYTES": 0, "STREAM_MIN_ELEMENTS_PER_PAIR": 0}  # every aligned output
+ORDINARY = {"STREAM_MIN_BYTES": 1 << 62}  # none
 
 
 def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``call()`` with every output streamed (threshold 0) and with none streamed."""
-    with threshold(0):
-        streamed = call()
-    with threshold(1 << 62):
-        ordinary = call()
-    return streamed, ordinary
-
-
-def assert_same_and_close(streamed: np.ndarray, ordinary: np.ndarray, want: np.ndarray, what: str) -> None:
-    assert streamed.dtype == ordinary.dtype == want.dtype
-    assert np.array_equal(streamed, ordinary, equal_nan=True), f"{what}: streamed and ordinary stores differ"
-    worst = max_ulp(streamed, want)
-    assert worst <= 2, f"{what}: {worst} ulp from the reference"
+    """``call()`` with every output streamed and with none streamed."""
+    return two_paths(call, STREAMED, ORDINARY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,7 +79,7 @@ def test_large_output_is_streamed_and_exact(pairing):
     out = np.full(BIG, np.nan)
     assert fast._streams(out, spec.n_pairs)
     assert fast.forward(x, pos, spec, out=out) is out
-    with threshold(1 << 62):
+    with settings(ORDINARY):
         ordinary = fast.forward(x, pos, spec)
     assert_same_and_close(out, ordinary, want, "forward")
     # The same call into a misaligned out= (ordinary stores) writes the same values.
@@ -111,7 +96,7 @@ def test_large_output_is_streamed_and_exact(pairing):
 # ---------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=40)
+@examples(max_examples=40)
 @given(rope_cases(specs=rope_specs(scaling_types=SAFE_SCALINGS), max_heads=3))
 def test_forward_backward_streamed_equal_ordinary(case):
     """Every pairing, window, mRoPE layout and vision form (``rope_specs`` draws them all)."""
@@ -122,7 +107,7 @@ def test_forward_backward_streamed_equal_ordinary(case):
         assert_same_and_close(streamed, ordinary, want, fn)
 
 
-@settings(max_examples=25)
+@examples(max_examples=25)
 @given(rope_cases(specs=rope_specs(scaling_types=SAFE_SCALINGS), max_heads=2), st.sampled_from(["float32", "float64"]))
 def test_float32_streamed_equal_ordinary(case, out_dtype):
     spec, pos = case.spec, case.positions
@@ -132,7 +117,7 @@ def test_float32_streamed_equal_ordinary(case, out_dtype):
     assert_same_and_close(streamed, ordinary, want, f"float32 in, {out_dtype} out")
 
 
-@settings(max_examples=25)
+@examples(max_examples=25)
 @given(rope_cases(specs=rope_specs(scaling_types=SAFE_SCALINGS), max_heads=3))
 def test_apply_streamed_equal_ordinary(case):
     spec, x, pos = case.spec, case.x, case.positions
@@ -148,6 +133,6 @@ def test_varlen_streamed_equal_ordinary():
     x = np.random.default_rng(5).standard_normal((12, 3, 64))
     want = reference.forward(x, None, spec, cu_seqlens=cu)
     streamed, ordinary = both_paths(lambda: fast.forward(x, None, spec, cu_seqlens=cu))
-    with threshold(0):
+    with settings(STREAMED):
         assert fast._streams(streamed)  # 3 heads x 64 float64 = 96 whole 16-byte stores per token
     assert_same_and_close(streamed, ordinary, want, "varlen")
