@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["missing_modules", "positions_fit_int32", "to_jax", "to_numpy", "int32_positions", "JitCache", "vjp_x"]
+__all__ = ["missing_modules", "positions_fit_int32", "to_jax", "to_numpy", "int32_positions", "JitCache", "vjp_x", "as_bshd", "call_bshd"]
 
 _INT32 = np.iinfo(np.int32)
 
@@ -95,3 +95,16 @@ def as_bshd(x: np.ndarray, positions: Any, cu_seqlens: Any) -> tuple[np.ndarray,
             positions = varlen(np.asarray(cu_seqlens))
         return x[None], np.asarray(positions)[None]
     return x, np.broadcast_to(np.asarray(positions), x.shape[:2])
+
+
+def call_bshd(fn: Callable[..., Any], x: np.ndarray, positions: Any, cu_seqlens: Any, backward: bool) -> np.ndarray:
+    """Run a jitted RoPE ``fn(x, positions)`` (forward) or its VJP ``fn(grad, x, positions)`` (backward).
+
+    ``x`` (or the gradient) goes in as bshd (:func:`as_bshd`; packed thd is one batch row and
+    comes back packed), positions as int32. The backward VJP is linear in the gradient, so the
+    primal it is taken at does not matter; zeros of ``x``'s shape are passed.
+    """
+    x4, pos = as_bshd(x, positions, cu_seqlens)
+    xj, pj = to_jax(x4), to_jax(int32_positions(pos))
+    y = to_numpy(fn(xj, xj * 0, pj) if backward else fn(xj, pj))
+    return y[0] if cu_seqlens is not None else y

@@ -40,7 +40,7 @@ from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .jax_util import JitCache, as_bshd, int32_positions, missing_modules, positions_fit_int32, to_jax, to_numpy, vjp_x
+from .jax_util import JitCache, call_bshd, missing_modules, positions_fit_int32, vjp_x
 
 __all__ = ["KerasHubBackend"]
 
@@ -157,14 +157,8 @@ class KerasHubBackend(BaseBackend):
         reason = self.library_reason()
         if reason:
             raise RuntimeError(reason)
-        packed = cu_seqlens is not None
-        x4, pos = as_bshd(x, positions, cu_seqlens)
         dtype = "bfloat16" if x.dtype.name == "bfloat16" else x.dtype.name
-        fn = self._fn(spec, dtype, backward)
-        xj, pj = to_jax(x4), to_jax(int32_positions(pos))
-        out = fn(xj, xj * 0, pj) if backward else fn(xj, pj)
-        y = to_numpy(out)
-        return y[0] if packed else y
+        return call_bshd(self._fn(spec, dtype, backward), x, positions, cu_seqlens, backward)
 
     def forward(self, x: np.ndarray, positions: Any, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:
         return self._run(x, positions, spec, cu_seqlens, backward=False)
