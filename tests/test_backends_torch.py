@@ -169,6 +169,21 @@ def test_gpu_only_adapters_report_not_supported(name: str) -> None:
 # ----------------------------------------------------------------------------- helpers
 
 
+def test_sequence_offsets_of_the_cuda_kernels() -> None:
+    """What flash-attn / TransformerEngine take: one start per sequence, positions p0 + arange(len)."""
+    from conformance.backends.gpu_util import sequence_offsets
+
+    rows = 40 + np.arange(5)[None] + np.array([[0], [9]])  # bshd [2, 5]
+    assert sequence_offsets(rows, (2, 5, 3, 8), None).tolist() == [40, 49]
+    assert sequence_offsets(np.arange(5), (2, 5, 3, 8), None).tolist() == [0, 0]  # broadcast over the batch
+    packed = np.array([7, 8, 9, 0, 3, 4])
+    assert sequence_offsets(packed, (6, 3, 8), np.array([0, 3, 3, 4, 6])).tolist() == [7, 0, 0, 3]  # empty sequence: 0
+    assert sequence_offsets(np.array([[0, 1, 3]]), (1, 3, 3, 8), None) is None  # a gap
+    assert sequence_offsets(packed, (6, 3, 8), np.array([0, 2, 6])) is None  # 9, 0 is not contiguous
+
+
+
+
 def test_bfloat16_round_trip_is_bit_exact() -> None:
     need("torch")
     import ml_dtypes

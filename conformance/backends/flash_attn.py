@@ -26,27 +26,10 @@ from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason
+from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason, sequence_offsets
 from .torch_util import to_numpy, to_torch, torch_dtype
 
 __all__ = ["FlashAttnBackend"]
-
-
-def _row_offsets(positions: np.ndarray, shape: tuple[int, ...], cu_seqlens: Any) -> np.ndarray | None:
-    """Per-sequence start offsets when every sequence's positions are ``p0 + arange(len)``; else None."""
-    pos = np.asarray(positions, dtype=np.int64)
-    if cu_seqlens is not None:
-        cu = np.asarray(cu_seqlens, dtype=np.int64)
-        seqs = [pos[a:b] for a, b in zip(cu[:-1], cu[1:])]
-    else:
-        pos = np.broadcast_to(pos, shape[:2])
-        seqs = list(pos)
-    offs = []
-    for s in seqs:
-        if s.size and not np.array_equal(s, s[0] + np.arange(s.size)):
-            return None
-        offs.append(int(s[0]) if s.size else 0)
-    return np.asarray(offs, dtype=np.int64)
 
 
 @dataclass
@@ -76,7 +59,7 @@ class FlashAttnBackend(BaseBackend):
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):
             x = case.arrays.get("x", case.arrays.get("grad"))
-            if _row_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens")) is None:
+            if sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens")) is None:
                 return "positions must be p0 + arange(len) per sequence (seqlen_offsets)"
         return True
 
@@ -95,7 +78,7 @@ class FlashAttnBackend(BaseBackend):
         import torch
         from flash_attn.layers.rotary import RotaryEmbedding, apply_rotary_emb
 
-        offs = _row_offsets(positions, arr.shape, cu_seqlens)
+        offs = sequence_offsets(positions, arr.shape, cu_seqlens)
         assert offs is not None
         xt = to_torch(arr, self.device)
         if cu_seqlens is not None:

@@ -27,25 +27,10 @@ from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
-from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason
+from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason, sequence_offsets
 from .torch_util import to_numpy, to_torch
 
 __all__ = ["TransformerEngineBackend"]
-
-
-def _offsets(positions: np.ndarray, shape: tuple[int, ...], cu_seqlens: Any) -> np.ndarray | None:
-    pos = np.asarray(positions, dtype=np.int64)
-    if cu_seqlens is not None:
-        cu = np.asarray(cu_seqlens, dtype=np.int64)
-        seqs = [pos[a:b] for a, b in zip(cu[:-1], cu[1:])]
-    else:
-        seqs = list(np.broadcast_to(pos, shape[:2]))
-    out = []
-    for s in seqs:
-        if not np.array_equal(s, s[0] + np.arange(s.size)):
-            return None
-        out.append(int(s[0]))
-    return np.asarray(out, dtype=np.int64)
 
 
 @dataclass
@@ -73,7 +58,7 @@ class TransformerEngineBackend(BaseBackend):
         if base is not True:
             return base
         x = case.arrays.get("x", case.arrays.get("grad"))
-        offs = _offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
+        offs = sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:
             return "positions must be p0 + arange(len) per sequence"
         if offs.any() and not self._has_start_positions():
@@ -90,7 +75,7 @@ class TransformerEngineBackend(BaseBackend):
         import torch
         from transformer_engine.pytorch.attention.rope import RotaryPositionEmbedding, apply_rotary_pos_emb
 
-        offs = _offsets(positions, arr.shape, cu_seqlens)
+        offs = sequence_offsets(positions, arr.shape, cu_seqlens)
         assert offs is not None
         sc = spec.scaling
         emb = RotaryPositionEmbedding(
