@@ -39,7 +39,7 @@ from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .jax_util import missing_modules, positions_fit_int32
 
-__all__ = ["MlxBackend", "mlx_offsets", "mlx_run"]
+__all__ = ["MlxBackend", "case_offsets", "mlx_offsets", "mlx_run"]
 
 _CAPS = Capabilities(
     stages=frozenset({"forward", "backward"}),
@@ -62,6 +62,14 @@ def mlx_offsets(positions: Any, batch: int, seq: int) -> np.ndarray | str:
     if seq > 1 and (np.diff(pos, axis=-1) != 1).any():
         return "positions must be contiguous per row (mx.fast.rope takes offset + arange(T))"
     return pos[:, 0].astype(np.int32)
+
+
+def case_offsets(case: GoldenCase) -> np.ndarray | str:
+    """:func:`mlx_offsets` of a forward/backward case, or a reason (MLX takes bshd ``x [B, T, H, D]`` only)."""
+    x = case.arrays.get("x", case.arrays.get("grad"))
+    if x is None or x.ndim != 4:
+        return "needs bshd x [B, T, H, D]"
+    return mlx_offsets(case.positions, x.shape[0], x.shape[1])
 
 
 def _to_mx(arr: np.ndarray) -> Any:
@@ -114,10 +122,7 @@ class MlxBackend(BaseBackend):
         base = super().supports(case)
         if base is not True:
             return base
-        x = case.arrays.get("x", case.arrays.get("grad"))
-        if x is None or x.ndim != 4:
-            return "needs bshd x [B, T, H, D]"
-        offs = mlx_offsets(case.positions, x.shape[0], x.shape[1])
+        offs = case_offsets(case)
         return offs if isinstance(offs, str) else True
 
     def _rope(self, spec: RopeSpec, seq_len: int) -> Any:

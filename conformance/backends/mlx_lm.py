@@ -33,7 +33,7 @@ from roperef.spec import RopeSpec
 from ..case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .jax_util import missing_modules
-from .mlx import mlx_offsets, mlx_run
+from .mlx import case_offsets, mlx_offsets, mlx_run
 
 __all__ = ["MlxLmBackend"]
 
@@ -75,10 +75,7 @@ class MlxLmBackend(BaseBackend):
         base = super().supports(case)
         if base is not True:
             return base
-        x = case.arrays.get("x", case.arrays.get("grad"))
-        if x is None or x.ndim != 4:
-            return "needs bshd x [B, T, H, D]"
-        offs = mlx_offsets(case.positions, x.shape[0], x.shape[1])
+        offs = case_offsets(case)
         if isinstance(offs, str):
             return offs
         if case.spec.scaling.type == "dynamic" and (offs != offs[0]).any():
