@@ -283,15 +283,18 @@ def _backward() -> Iterator[CaseRecipe]:
 
 
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """``explicit``, else env ``ROPEREF_PRESETS``, else ``<repo>/../shared/presets``."""
+    """``explicit``, else env ``ROPEREF_PRESETS``, else the copy shipped in ``conformance/presets``.
+
+    The shipped copy (of the team's ``../shared/presets``) is what the checked-in golden
+    ``model`` cases were generated from, so a checkout needs nothing beside it;
+    ``tests/test_hf_configs.py`` reports when it drifts from ``../shared/presets``.
+    """
     if explicit:
         return Path(explicit)
     env = os.environ.get("ROPEREF_PRESETS")
     if env:
         return Path(env)
-    import conformance
-
-    return Path(conformance.__file__).resolve().parents[2] / "shared" / "presets"
+    return Path(__file__).resolve().parent / "presets"
 
 
 def _model(directory: str | None) -> Iterator[CaseRecipe]:

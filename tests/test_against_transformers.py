@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,12 +24,13 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from conformance.cases_catalog import presets_dir  # noqa: E402
 from roperef.frequencies import inv_freq  # noqa: E402
 from roperef.hf import spec_from_config  # noqa: E402
 from roperef.reference import forward  # noqa: E402
 
 U32 = 2.0**-24
-PRESETS = Path(__file__).resolve().parents[2] / "shared" / "presets"
+PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +171,7 @@ def _hf_configs(data: dict):
 
 
 def _presets():
-    return sorted(PRESETS.glob("*.json")) if PRESETS.is_dir() else []
+    return sorted(PRESETS.glob("*.json"))
 
 
 @pytest.mark.parametrize("path", _presets(), ids=lambda p: p.stem)

@@ -10,27 +10,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conformance.cases_catalog import presets_dir
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, load_config, spec_from_config
 from roperef.spec import RopeSpec
 
 
-def _presets_dir() -> Path | None:
-    """../shared/presets next to the checkout, else $ROPEREF_PRESETS, else None (preset tests skip)."""
-    here = Path(__file__).resolve().parents[2] / "shared" / "presets"
-    if here.is_dir():
-        return here
-    env = os.environ.get("ROPEREF_PRESETS")
-    return Path(env) if env and Path(env).is_dir() else None
-
-
-PRESETS = _presets_dir()
+PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
+SHARED_PRESETS = Path(__file__).resolve().parents[2] / "shared" / "presets"  # the team's copy, when beside the checkout
 MALFORMED = Path(__file__).resolve().parent / "data" / "malformed_configs"
 
 # (head_dim, rotary_dim, pairing, theta, scaling type, extra Scaling fields) by hand from the configs.
@@ -81,13 +73,20 @@ VISION = {"mistral-small-3.1-24b-instruct": "pixtral", "pixtral-12b": "pixtral",
 
 
 def _preset_files() -> list[Path]:
-    return sorted(PRESETS.glob("*.json")) if PRESETS else []
+    return sorted(PRESETS.glob("*.json"))
 
 
 def test_every_preset_has_expectations():
-    if PRESETS is None:
-        pytest.skip("presets directory not found")
     assert {p.stem for p in _preset_files()} == set(EXPECTED)
+
+
+def test_shipped_presets_match_the_shared_ones():
+    """conformance/presets is a copy of ../shared/presets: drift means re-copy and regenerate the goldens."""
+    if not SHARED_PRESETS.is_dir():
+        pytest.skip("no ../shared/presets beside this checkout to compare the shipped copy with")
+    shared = {p.name: p.read_bytes() for p in SHARED_PRESETS.glob("*.json")}
+    shipped = {p.name: p.read_bytes() for p in PRESETS.glob("*.json")}
+    assert shipped == shared
 
 
 @pytest.mark.parametrize("path", _preset_files(), ids=lambda p: p.stem)
@@ -114,8 +113,6 @@ def test_preset(path: Path):
 
 def test_preset_frequency_facts():
     """Worked values: derived scalars of the presets, by hand."""
-    if PRESETS is None:
-        pytest.skip("presets directory not found")
     # HunYuan: dynamic + alpha = fixed NTK, base theta * alpha^(d/(d-2)).
     s = spec_from_config(PRESETS / "hunyuan-a13b-instruct.json")
     w, att = inv_freq(s)
