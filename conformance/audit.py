@@ -18,9 +18,10 @@ Errors are reported in two units:
   The reference promises ``bound <= 4`` for forward, backward and apply outputs at every
   position up to 2^31 (tested in ``tests/test_audit.py``).
 
-The inverse frequencies of the ``freq`` family are audited against the section-3 formula
-evaluated in mpmath (branch decisions -- YaRN ramp ends, llama3 bands, longrope short/long --
-taken as the float64 code takes them).
+The inverse frequencies and attention factor of the ``freq`` family are audited against the
+docs/spec.md section-3 formulas evaluated independently in mpmath
+(:func:`conformance.exact_model.mp_inv_freq`, branch decisions on the exact values): they are
+correctly rounded, so their error is at most 0.5 ulp.
 
 Sampling is deterministic: ``samples`` elements drawn with a generator seeded by the
 case id, plus every channel of the first head of the token with the largest ``|position|``.
@@ -35,11 +36,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from roperef.frequencies import inv_freq, yarn_correction_range
+from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec
 
 from .case import GoldenCase
+from .exact_model import mp_inv_freq
 
 __all__ = ["AuditResult", "audit_case", "audit_cases", "BOUND_UNITS", "U64"]
 
@@ -223,70 +225,10 @@ def _table_audit(case: GoldenCase, samples: int) -> tuple[int, float, float, str
     return n, worst_ulp, worst_bound, where, int(mags.max()) if mags.size else 0
 
 
-def _mp_inv_freq(ctx, spec: RopeSpec, seq_len: int) -> tuple[list[Any], Any]:  # type: ignore[no-untyped-def]
-    """Section 3 in mpmath (the attention factor and branch decisions as in the float64 code)."""
-    sc, d, n = spec.scaling, spec.freq_dim, spec.n_pairs
-    if spec.vision is not None:
-        q = spec.head_dim // 4
-        if spec.vision == "qwen_vl":
-            w = [ctx.mpf(spec.theta) ** (-ctx.mpf(2 * k) / (spec.head_dim // 2)) for k in range(q)]
-            return w + w, ctx.mpf(1)
-        full = [ctx.mpf(spec.theta) ** (-ctx.mpf(2 * k) / spec.head_dim) for k in range(2 * q)]
-        return full[0::2] + full[1::2], ctx.mpf(1)
-
-    def base(theta: Any, count: int = n) -> list[Any]:
-        return [ctx.mpf(theta) ** (-ctx.mpf(2 * i) / d) for i in range(count)]
-
-    _, s = inv_freq(spec, seq_len)
-    kind = sc.type
-    if kind == "default":
-        return base(spec.theta), ctx.mpf(s)
-    if kind == "linear":
-        return [w / ctx.mpf(sc.factor) for w in base(spec.theta)], ctx.mpf(s)
-    if kind == "dynamic":
-        m = sc.max_position_embeddings
-        length = max(seq_len, m)
-        f = ctx.mpf(sc.factor)
-        theta = ctx.mpf(spec.theta) * (f * length / m - (f - 1)) ** (ctx.mpf(d) / (d - 2))
-        return base(theta), ctx.mpf(s)
-    if kind == "ntk":
-        return base(ctx.mpf(spec.theta) * ctx.mpf(sc.alpha) ** (ctx.mpf(d) / (d - 2))), ctx.mpf(s)
-    if kind == "yarn":
-        low, high = yarn_correction_range(spec)
-        out = []
-        for j, w in enumerate(base(spec.theta)):
-            r = min(max((ctx.mpf(j) - ctx.mpf(low)) / (ctx.mpf(high) - ctx.mpf(low)), 0), 1)
-            out.append(r * w / ctx.mpf(sc.factor) + (1 - r) * w)
-        return out, ctx.mpf(s)
-    if kind == "longrope":
-        ext = sc.long_factor if seq_len > sc.original_max_position_embeddings else sc.short_factor
-        return [w / ctx.mpf(e) for w, e in zip(base(spec.theta), ext)], ctx.mpf(s)
-    if kind == "llama3":
-        f, lo, hi, l0 = (ctx.mpf(v) for v in (sc.factor, sc.low_freq_factor, sc.high_freq_factor,
-                                               sc.original_max_position_embeddings))
-        from roperef.frequencies import base_inv_freq
-
-        lam64 = 2.0 * math.pi / base_inv_freq(spec.theta, d, n)
-        out = []
-        for w, lam in zip(base(spec.theta), lam64):
-            if lam > sc.original_max_position_embeddings / sc.low_freq_factor:
-                out.append(w / f)
-            elif lam < sc.original_max_position_embeddings / sc.high_freq_factor:
-                out.append(w)
-            else:
-                sigma = (l0 / (2 * ctx.pi / w) - lo) / (hi - lo)
-                out.append((1 - sigma) * w / f + sigma * w)
-        return out, ctx.mpf(s)
-    rho = 1.0 if sc.partial_rotary_factor is None else sc.partial_rotary_factor
-    k = min(int((rho * d) // 2), n)
-    factor = ctx.mpf(1.0 if sc.factor is None else sc.factor)
-    return [w / factor for w in base(spec.theta, k)] + [ctx.mpf(0)] * (n - k), ctx.mpf(s)
-
-
 def _freq_audit(case: GoldenCase) -> tuple[int, float, float, str, int]:
     ctx = _context()
     seq_len = int(case.arrays["seq_len"])
-    exact, s_exact = _mp_inv_freq(ctx, case.spec, seq_len)
+    exact, s_exact = mp_inv_freq(ctx, case.spec, seq_len)
     stored = case.arrays["inv_freq"]
     worst_ulp, worst_bound, where = 0.0, 0.0, ""
     for i, (v, e) in enumerate(zip(stored, exact)):

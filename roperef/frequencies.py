@@ -1,173 +1,304 @@
-"""Inverse frequencies and attention factor, one small function per scaling type.
+"""Inverse frequencies and attention factor, one small exact formula per scaling type.
 
-Every function returns ``(inv_freq, s)``: ``inv_freq`` float64 of length
-``n = rotary_dim/2`` (pair ``i`` uses ``inv_freq[i]``) and the attention factor
-``s`` (a Python float multiplying both cos and sin). ROPE-SPEC.md section 3 is the
-contract; the formulas are repeated in each docstring.
+``inv_freq(spec, seq_len) -> (inv_freq, s)``: ``inv_freq`` float64 of length
+``n = rotary_dim/2`` (pair ``i`` uses ``inv_freq[i]``) and the attention factor ``s``
+(a Python float multiplying both cos and sin). docs/spec.md section 3 is the contract;
+each formula is repeated in its docstring.
 
-The base frequencies are defined, in float64, as::
+**What the numbers are.** Every value returned here (and every intermediate that
+decides a branch: the YaRN ramp ends, the llama3 bands, the dynamic and NTK bases) is
+the *correctly rounded* float64 of the exact formula over the reals: the spec's float64
+parameters are exact, the constants (0.1, 0.001, 2*pi) are the real numbers, pow, ln
+and sqrt are the exact functions, and the result is rounded to float64 once. They are
+computed with mpmath by :func:`roperef.exact.correctly_rounded` (Ziv's strategy), so they
+are the same on every CPU, C library, NumPy and mpmath version. No float64 formula such
+as ``1/np.power(theta, 2i/d)`` is used: NumPy's AVX-512 and libm paths differ in its last
+bit, and one ulp of ``w`` moves the angle at position 2^31 by ~10^9 units of the output.
 
-    w_i = 1 / theta ** ((2*i) / d)        i = 0..n-1, d = spec.freq_dim
+Integer structure taken from the config with basic IEEE operations (the proportional
+count ``k = int((rho*d)//2)``) follows transformers' float64 evaluation, which is itself
+deterministic.
 
-(``(2*i)/d`` and the power each rounded once). This *is* the float64 inv_freq
-the golden files and the accuracy audit take as exact.
+Results are cached per ``(spec, effective length)`` (:func:`functools.lru_cache` of a
+pure function returning tuples; callers get fresh arrays). ``dynamic`` and ``longrope``
+depend on the sequence length, an explicit argument here (the reference is stateless).
+``seq_len=None`` means: dynamic uses ``L = M``; longrope uses the short factors.
 
-``dynamic`` and ``longrope`` depend on the sequence length; it is an explicit
-argument here (the reference is stateless). ``seq_len=None`` means: dynamic uses
-``L = M``; longrope uses the short factors.
+Ranges. The results must be usable by the exact angle reduction of
+:mod:`roperef.sincos`: every frequency is 0 (proportional's identity pairs) or in
+``[2^-1000, pi]`` (above pi rad per token a frequency aliases), and ``s`` is finite and
+``> 0``. A spec whose exact values leave those ranges raises ``ValueError`` naming the
+key, the value and the rule.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Callable
+from fractions import Fraction
+from typing import Any, Callable
 
 import numpy as np
 
 from .errors import bad
+from .exact import Exact, correctly_rounded
 from .spec import RopeSpec, Scaling
 
-__all__ = ["inv_freq", "base_inv_freq", "get_mscale", "yarn_correction_range", "FREQUENCY_FUNCTIONS"]
+__all__ = [
+    "inv_freq",
+    "base_inv_freq",
+    "get_mscale",
+    "yarn_correction_range",
+    "FREQUENCY_FORMULAS",
+    "MIN_FREQ",
+    "MAX_FREQ",
+]
+
+MIN_FREQ = 2.0**-1000
+"""Smallest non-zero inverse frequency accepted (well inside the normal float64 range)."""
+MAX_FREQ = math.pi
+"""Largest inverse frequency accepted (rad per token; above pi a frequency aliases)."""
 
 FreqResult = tuple[np.ndarray, float]
+Formula = Callable[[Exact], list[Any]]
 
 
-def base_inv_freq(theta: float, d: int, n: int) -> np.ndarray:
-    """``w_i = 1 / theta^((2i)/d)`` for ``i < n``, float64."""
-    exponent = (2.0 * np.arange(n, dtype=np.float64)) / float(d)
-    return 1.0 / np.power(np.float64(theta), exponent)
+# --------------------------------------------------------------------------- building blocks
 
 
-def get_mscale(x: float, m: float = 1.0) -> float:
-    """YaRN magnitude scale: ``1`` if ``x <= 1`` else ``0.1*m*ln(x) + 1``."""
-    return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
+def _base(e: Exact, ln_theta: Any, d: int, i: int) -> Any:
+    """``theta^(-2i/d) = exp(-2i ln(theta) / d)``."""
+    if i == 0:
+        return e.num(1)
+    return e.exp(-(2 * i) * ln_theta / d)
 
 
-def _default(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """``default``: ``w_i = theta^(-2i/d)``, s = 1."""
-    return base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs), 1.0
+def _mscale(e: Exact, factor: float, m: "float | int") -> Any:
+    """YaRN ``get_mscale(x, m) = 1 if x <= 1 else 0.1*m*ln(x) + 1`` (0.1 the real number)."""
+    if factor <= 1.0:
+        return Fraction(1)
+    return e.num(Fraction(1, 10)) * e.num(m) * e.ln(factor) + 1
 
 
-def _linear(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """``linear`` (position interpolation): ``w_i / f``."""
-    w, _ = _default(spec, seq_len)
-    return w / spec.scaling.factor, 1.0
+def _length(spec: RopeSpec, seq_len: int | None) -> int:
+    """The length a length-dependent type actually uses (the cache key)."""
+    sc = spec.scaling
+    if sc.type == "dynamic":
+        m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+        return m if seq_len is None else max(seq_len, m)
+    if sc.type == "longrope":
+        l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+        return 1 if seq_len is not None and seq_len > l0 else 0  # 1: long factors
+    return 0
 
 
-def _dynamic(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """``dynamic`` NTK: ``L = max(seq_len, M)``, ``theta' = theta*(f*L/M - (f-1))^(d/(d-2))``."""
-    sc, d = spec.scaling, spec.freq_dim
-    m = sc.max_position_embeddings
-    length = m if seq_len is None else max(int(seq_len), m)
-    base = spec.theta * (sc.factor * length / m - (sc.factor - 1.0)) ** (d / (d - 2))
-    return base_inv_freq(base, d, spec.n_pairs), 1.0
+# --------------------------------------------------------------------------- one formula per type
 
 
-def _ntk(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """Fixed NTK (HunYuan ``alpha``, lucidrains ``theta_rescale_factor``): ``theta*alpha^(d/(d-2))``."""
-    d = spec.freq_dim
-    base = spec.theta * spec.scaling.alpha ** (d / (d - 2))
-    return base_inv_freq(base, d, spec.n_pairs), 1.0
+def _default(spec: RopeSpec, length: int) -> Formula:
+    """``default``: ``w_i = theta^(-2i/d)``, ``s = 1``."""
+    def f(e: Exact) -> list[Any]:
+        ln_t = e.ln(spec.theta)
+        return [_base(e, ln_t, spec.freq_dim, i) for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+    return f
 
 
-def yarn_correction_range(spec: RopeSpec) -> tuple[float, float]:
-    """``(low, high)`` of the YaRN ramp over pair index.
+def _linear(spec: RopeSpec, length: int) -> Formula:
+    """``linear`` (position interpolation): ``w_i = theta^(-2i/d) / f``."""
+    def f(e: Exact) -> list[Any]:
+        ln_t, fac = e.ln(spec.theta), e.num(spec.scaling.factor)  # type: ignore[arg-type]
+        return [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+    return f
 
-    ``corr(b) = d*ln(L0/(2*pi*b)) / (2*ln theta)``; ``low = corr(beta_fast)``,
-    ``high = corr(beta_slow)``; floor/ceil when ``truncate``; clamp to ``[0, d-1]``;
-    ``high += 0.001`` when they meet.
-    """
-    sc, d = spec.scaling, spec.freq_dim
+
+def _rebased(spec: RopeSpec, e: Exact, q: Any) -> list[Any]:
+    """``w_i = theta'^(-2i/d)`` with ``theta' = theta * q^(d/(d-2))`` (dynamic, ntk)."""
+    d = int(spec.freq_dim)  # type: ignore[arg-type]
+    ln_base = e.ln(spec.theta) + e.num(Fraction(d, d - 2)) * e.ln(q)
+    return [_base(e, ln_base, d, i) for i in range(spec.n_pairs)] + [1]
+
+
+def _dynamic(spec: RopeSpec, length: int) -> Formula:
+    """``dynamic`` NTK: ``L = max(seq_len, M)``; ``theta' = theta*(f*L/M - (f-1))^(d/(d-2))``."""
+    sc = spec.scaling
+    fac = Fraction(sc.factor)  # type: ignore[arg-type]
+    q = fac * length / int(sc.max_position_embeddings) - (fac - 1)  # type: ignore[arg-type]  # exact, >= 1
+    return lambda e: _rebased(spec, e, e.num(q))
+
+
+def _ntk(spec: RopeSpec, length: int) -> Formula:
+    """Fixed NTK (HunYuan ``alpha``, lucidrains ``theta_rescale_factor``): ``theta' = theta*alpha^(d/(d-2))``."""
+    return lambda e: _rebased(spec, e, e.num(spec.scaling.alpha))  # type: ignore[arg-type]
+
+
+def _yarn_range(spec: RopeSpec, e: Exact) -> tuple[Any, Any]:
+    """``(low, high)``: ``corr(b) = d ln(L0/(2 pi b)) / (2 ln theta)``; floor/ceil when truncating;
+    clamped to ``[0, d-1]``; ``high += 0.001`` when they meet (0.001 the real number).
+
+    Each end is a Fraction when it is rational (truncated or clamped) and an mpmath number
+    otherwise; ``corr`` is transcendental, so the certified floor/ceil/comparisons decide."""
+    sc, d = spec.scaling, int(spec.freq_dim)  # type: ignore[arg-type]
     fast = 32.0 if sc.beta_fast is None else sc.beta_fast
     slow = 1.0 if sc.beta_slow is None else sc.beta_slow
-    l0 = sc.original_max_position_embeddings
+    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+    two_ln_theta = 2 * e.ln(spec.theta)
 
-    def corr(beta: float) -> float:
-        return d * math.log(l0 / (beta * 2.0 * math.pi)) / (2.0 * math.log(spec.theta))
+    def corr(beta: float) -> Any:
+        return d * e.ln(e.num(l0) / (2 * e.pi * e.num(beta))) / two_ln_theta
 
-    low, high = corr(fast), corr(slow)
+    low: Any = corr(fast)
+    high: Any = corr(slow)
     if sc.truncate is None or sc.truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, d - 1)
-    if low == high:
-        high += 0.001
-    return float(low), float(high)
+        low, high = Fraction(e.floor(low)), Fraction(e.ceil(high))
+    if e.less(low, 0):
+        low = Fraction(0)
+    if e.less(d - 1, high):
+        high = Fraction(d - 1)
+    rational = isinstance(low, Fraction) and isinstance(high, Fraction)
+    if rational and low == high:
+        high = high + Fraction(1, 1000)
+    elif not isinstance(low, Fraction) and not isinstance(high, Fraction) and fast == slow:
+        high = high + e.num(Fraction(1, 1000))  # corr(beta_fast) and corr(beta_slow) are the same real
+    return low, high
 
 
-def _yarn_attention_factor(sc: Scaling) -> float:
+def _ramp(e: Exact, j: int, low: Any, high: Any) -> Any:
+    """``clamp((j - low)/(high - low), 0, 1)``: exact where the ends are rational, certified otherwise.
+
+    ``low > high`` (``corr(beta_fast)`` clamped above ``d - 1``) is well defined and, as in
+    transformers, makes every pair below ``low`` fully interpolated.
+    """
+    if isinstance(low, Fraction) and isinstance(high, Fraction):
+        return min(max((j - low) / (high - low), Fraction(0)), Fraction(1))
+    if isinstance(low, Fraction) and j == low:
+        return Fraction(0)
+    if isinstance(high, Fraction) and j == high:
+        return Fraction(1)
+    t = (j - _as_mp(e, low)) / (_as_mp(e, high) - _as_mp(e, low))
+    if e.less(t, 0):
+        return Fraction(0)
+    if e.less(1, t):
+        return Fraction(1)
+    return t
+
+
+def _yarn_attention(e: Exact, sc: Scaling) -> Any:
+    """``s`` = attention_factor; else ``get_mscale(f, mscale)/get_mscale(f, mscale_all_dim)`` when
+    both are non-zero; else ``get_mscale(f)``."""
     if sc.attention_factor is not None:
         return sc.attention_factor
+    f = float(sc.factor)  # type: ignore[arg-type]
     if sc.mscale and sc.mscale_all_dim:
-        return get_mscale(sc.factor, sc.mscale) / get_mscale(sc.factor, sc.mscale_all_dim)
-    return get_mscale(sc.factor)
+        return _as_mp(e, _mscale(e, f, sc.mscale)) / _as_mp(e, _mscale(e, f, sc.mscale_all_dim))
+    return _mscale(e, f, 1)
 
 
-def _yarn(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """YaRN: ramp ``r_j = clamp((j-low)/(high-low), 0, 1)``; ``w_j = r_j*w_j/f + (1-r_j)*w_j``.
-
-    ``s`` = attention_factor if given; else ``get_mscale(f, mscale)/get_mscale(f, mscale_all_dim)``
-    when both are non-zero; else ``get_mscale(f)``.
-    """
-    w, _ = _default(spec, seq_len)
-    low, high = yarn_correction_range(spec)
-    ramp = np.clip((np.arange(spec.n_pairs, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    return ramp * (w / spec.scaling.factor) + (1.0 - ramp) * w, _yarn_attention_factor(spec.scaling)
+def _as_mp(e: Exact, value: Any) -> Any:
+    return e.num(value) if isinstance(value, (Fraction, int, float)) else value
 
 
-def _longrope_factor_and_l0(sc: Scaling) -> tuple[float, int]:
-    l0 = sc.original_max_position_embeddings
-    factor = sc.factor if sc.factor is not None else sc.max_position_embeddings / l0
-    return factor, l0
-
-
-def _longrope(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """LongRoPE: ``ext = long if seq_len > L0 else short``; ``w_i = 1/(ext_i*theta^(2i/d))``.
-
-    ``s`` = attention_factor if given, else 1 when ``f <= 1``, else ``sqrt(1 + ln f / ln L0)``
-    with ``f = factor`` or ``M/L0``.
-    """
+def _yarn(spec: RopeSpec, length: int) -> Formula:
+    """YaRN: ``w_j = r_j*w_j/f + (1 - r_j)*w_j`` with the ramp ``r_j`` of :func:`_yarn_range`."""
     sc = spec.scaling
-    factor, l0 = _longrope_factor_and_l0(sc)
-    ext = sc.long_factor if seq_len is not None and seq_len > l0 else sc.short_factor
-    w, _ = _default(spec, seq_len)
-    inv = w / np.asarray(ext, dtype=np.float64)
-    if sc.attention_factor is not None:
-        s = sc.attention_factor
-    elif factor <= 1.0:
-        s = 1.0
-    else:
-        s = math.sqrt(1.0 + math.log(factor) / math.log(l0))
-    return inv, s
+
+    def f(e: Exact) -> list[Any]:
+        low, high = _yarn_range(spec, e)
+        ln_t, inv_f = e.ln(spec.theta), 1 / e.num(sc.factor)  # type: ignore[arg-type]
+        out = []
+        for j in range(spec.n_pairs):
+            r = _as_mp(e, _ramp(e, j, low, high))
+            out.append(_base(e, ln_t, spec.freq_dim, j) * (r * inv_f + (1 - r)))  # type: ignore[arg-type]
+        return out + [_yarn_attention(e, sc)]
+    return f
 
 
-def _llama3(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """Llama 3: wavelength ``lam = 2*pi/w``; ``lam > L0/a``: ``w/f``; ``lam < L0/b``: ``w``;
-    otherwise ``sigma = (L0/lam - a)/(b - a)``, ``(1-sigma)*w/f + sigma*w``."""
+def _longrope_factor(sc: Scaling) -> Fraction:
+    """``f = factor`` if given, else ``M / L0`` (exact)."""
+    if sc.factor is not None:
+        return Fraction(sc.factor)
+    return Fraction(int(sc.max_position_embeddings), int(sc.original_max_position_embeddings))  # type: ignore[arg-type]
+
+
+def _longrope(spec: RopeSpec, length: int) -> Formula:
+    """LongRoPE: ``ext = long if seq_len > L0 else short``; ``w_i = 1/(ext_i*theta^(2i/d))``;
+    ``s`` = attention_factor, else 1 when ``f <= 1``, else ``sqrt(1 + ln f / ln L0)``."""
     sc = spec.scaling
-    w, _ = _default(spec, seq_len)
-    f, a, b, l0 = sc.factor, sc.low_freq_factor, sc.high_freq_factor, sc.original_max_position_embeddings
-    wavelen = 2.0 * math.pi / w
-    low_wavelen, high_wavelen = l0 / a, l0 / b
-    out = np.where(wavelen > low_wavelen, w / f, w)
-    sigma = (l0 / wavelen - a) / (b - a)
-    smooth = (1.0 - sigma) * out / f + sigma * out
-    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-    return np.where(medium, smooth, out), 1.0
+    ext = sc.long_factor if length == 1 else sc.short_factor
+
+    def f(e: Exact) -> list[Any]:
+        ln_t = e.ln(spec.theta)
+        out = [_base(e, ln_t, spec.freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]  # type: ignore[index,arg-type]
+        fac = _longrope_factor(sc)
+        if sc.attention_factor is not None:
+            s: Any = sc.attention_factor
+        elif fac <= 1:
+            s = Fraction(1)
+        else:
+            s = e.sqrt(1 + e.ln(e.num(fac)) / e.ln(int(sc.original_max_position_embeddings)))  # type: ignore[arg-type]
+        return out + [s]
+    return f
 
 
-def _proportional(spec: RopeSpec, seq_len: int | None) -> FreqResult:
-    """Gemma 4 proportional: ``k = int((rho*d)//2)``; ``w_i = theta^(-2i/d)`` for ``i < k``,
-    0 for ``k <= i < n``; all divided by ``factor`` (default 1). Zero frequency = identity pair."""
+def _llama3(spec: RopeSpec, length: int) -> Formula:
+    """Llama 3: ``lam = 2 pi / w``; ``lam > L0/a``: ``w/f``; ``lam < L0/b``: ``w``; otherwise
+    ``sigma = (L0/lam - a)/(b - a)`` and ``(1 - sigma) w/f + sigma w`` (band edges inclusive;
+    ``a == b`` leaves the middle band empty)."""
+    sc = spec.scaling
+    a, b = Fraction(sc.low_freq_factor), Fraction(sc.high_freq_factor)  # type: ignore[arg-type]
+    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+
+    def f(e: Exact) -> list[Any]:
+        ln_t, fac = e.ln(spec.theta), e.num(sc.factor)  # type: ignore[arg-type]
+        low_wavelen, high_wavelen = e.num(Fraction(l0) / a), e.num(Fraction(l0) / b)
+        out = []
+        for i in range(spec.n_pairs):
+            w = _base(e, ln_t, spec.freq_dim, i)  # type: ignore[arg-type]
+            wavelen = 2 * e.pi / w
+            if e.less(low_wavelen, wavelen):
+                out.append(w / fac)
+            elif e.less(wavelen, high_wavelen):
+                out.append(w)
+            else:
+                sigma = (l0 / wavelen - e.num(a)) / e.num(b - a)
+                out.append((1 - sigma) * w / fac + sigma * w)
+        return out + [1]
+    return f
+
+
+def _proportional(spec: RopeSpec, length: int) -> Formula:
+    """Gemma 4 proportional: ``k = int((rho*d)//2)`` (float64, as transformers); ``w_i = theta^(-2i/d)/f``
+    for ``i < k``, exactly 0 for ``k <= i < n`` (identity pairs); ``f = factor`` (default 1)."""
     sc = spec.scaling
     rho = 1.0 if sc.partial_rotary_factor is None else sc.partial_rotary_factor
-    k = min(int((rho * spec.freq_dim) // 2), spec.n_pairs)
-    w = np.zeros(spec.n_pairs, dtype=np.float64)
-    w[:k] = base_inv_freq(spec.theta, spec.freq_dim, k)
+    k = min(int((rho * spec.freq_dim) // 2), spec.n_pairs)  # type: ignore[operator]
     factor = 1.0 if sc.factor is None else sc.factor
-    return w / factor, 1.0
+
+    def f(e: Exact) -> list[Any]:
+        ln_t, fac = e.ln(spec.theta), e.num(factor)
+        head = [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(k)]  # type: ignore[arg-type]
+        return head + [Fraction(0)] * (spec.n_pairs - k) + [1]
+    return f
 
 
-FREQUENCY_FUNCTIONS: dict[str, Callable[[RopeSpec, "int | None"], FreqResult]] = {
+def _vision(spec: RopeSpec, length: int) -> Formula:
+    """2-D vision RoPE, per pair (pairs ``i < D/4`` are driven by h, the rest by w).
+
+    Qwen-VL: ``w_k = theta^(-2k/(D/2))``, ``k < D/4``, for h then again for w.
+    Pixtral: ``w_k = theta^(-2k/D)``, ``k < D/2``; h takes the even ``k``, w the odd ``k``.
+    """
+    quarter = spec.head_dim // 4
+
+    def f(e: Exact) -> list[Any]:
+        ln_t = e.ln(spec.theta)
+        if spec.vision == "qwen_vl":
+            w = [_base(e, ln_t, spec.head_dim // 2, k) for k in range(quarter)]
+            return w + w + [1]
+        full = [_base(e, ln_t, spec.head_dim, k) for k in range(2 * quarter)]
+        return full[0::2] + full[1::2] + [1]
+    return f
+
+
+FREQUENCY_FORMULAS: dict[str, Callable[[RopeSpec, int], Formula]] = {
     "default": _default,
     "linear": _linear,
     "dynamic": _dynamic,
@@ -179,29 +310,61 @@ FREQUENCY_FUNCTIONS: dict[str, Callable[[RopeSpec, "int | None"], FreqResult]] =
 }
 
 
-def _vision(spec: RopeSpec) -> np.ndarray:
-    """Per-pair frequencies of 2-D vision RoPE (pair i < D/4 is driven by h, the rest by w).
+# --------------------------------------------------------------------------- the public functions
 
-    Qwen-VL: ``w_k = theta^(-2k/(D/2))``, ``k < D/4``, repeated for h then w.
-    Pixtral: ``w_full_k = theta^(-2k/D)``, h takes the even-indexed, w the odd-indexed.
-    """
-    quarter = spec.head_dim // 4
-    if spec.vision == "qwen_vl":
-        w = base_inv_freq(spec.theta, spec.head_dim // 2, quarter)
-        return np.concatenate([w, w])
-    full = base_inv_freq(spec.theta, spec.head_dim, 2 * quarter)
-    return np.concatenate([full[0::2], full[1::2]])
+
+def _check_ranges(spec: RopeSpec, values: tuple[float, ...]) -> None:
+    *freqs, s = values
+    for i, w in enumerate(freqs):
+        if w != 0.0 and not MIN_FREQ <= w <= MAX_FREQ:
+            bad(
+                f"inv_freq[{i}]",
+                w,
+                f"every inverse frequency must be 0 or in [2^-1000, pi] (theta={spec.theta}, "
+                f"rope_type={spec.scaling.type!r}, freq_dim={spec.freq_dim})",
+            )
+    if not (math.isfinite(s) and s > 0):
+        bad("attention_factor", s, f"must be a finite number > 0 (rope_type={spec.scaling.type!r})")
+
+
+@functools.lru_cache(maxsize=512)
+def _exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
+    """Correctly rounded ``(w_0, ..., w_{n-1}, s)`` of ``spec`` at effective length ``length``."""
+    make = _vision if spec.vision is not None else FREQUENCY_FORMULAS[spec.scaling.type]
+    try:
+        values = correctly_rounded(make(spec, length))
+    except (ZeroDivisionError, OverflowError) as exc:  # guarded by RopeSpec's ranges; named if reached
+        bad("spec", spec, f"its exact frequencies are not defined ({type(exc).__name__}: {exc})")
+    _check_ranges(spec, values)
+    return values
 
 
 def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
-    """``(inv_freq float64[n], attention_factor)`` for ``spec`` at sequence length ``seq_len``."""
+    """``(inv_freq float64[n], attention_factor)`` of ``spec`` at sequence length ``seq_len``."""
     if not isinstance(spec, RopeSpec):
         bad("spec", spec, "must be a RopeSpec", TypeError)
     if seq_len is not None:
         if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
             bad("seq_len", seq_len, "must be a positive integer or None")
         seq_len = int(seq_len)
-    if spec.vision is not None:
-        return _vision(spec), 1.0
-    w, s = FREQUENCY_FUNCTIONS[spec.scaling.type](spec, seq_len)
-    return np.ascontiguousarray(w, dtype=np.float64), float(s)
+    values = _exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
+    return np.array(values[:-1], dtype=np.float64), float(values[-1])
+
+
+def base_inv_freq(theta: float, d: int, n: int) -> np.ndarray:
+    """``w_i = theta^(-2i/d)`` for ``i < n``, correctly rounded float64."""
+    spec_free = lambda e: [_base(e, e.ln(theta), d, i) for i in range(n)]  # noqa: E731 - one-off formula
+    return np.array(correctly_rounded(spec_free), dtype=np.float64)
+
+
+def get_mscale(x: float, m: float = 1.0) -> float:
+    """YaRN magnitude scale ``1 if x <= 1 else 0.1*m*ln(x) + 1``, correctly rounded."""
+    return correctly_rounded(lambda e: [_mscale(e, x, m)])[0]
+
+
+def yarn_correction_range(spec: RopeSpec) -> tuple[float, float]:
+    """``(low, high)`` of the YaRN ramp over pair index, each correctly rounded (see :func:`_yarn_range`)."""
+    if spec.scaling.type != "yarn":
+        bad("rope_type", spec.scaling.type, "yarn_correction_range needs a yarn spec")
+    low, high = correctly_rounded(lambda e: list(_yarn_range(spec, e)))
+    return low, high

@@ -1,6 +1,6 @@
 """RopeSpec: everything that defines the RoPE maths, validated once at construction.
 
-Notation (ROPE-SPEC.md section 1): ``D`` head dim, ``r`` rotary width (even),
+Notation (docs/spec.md section 1): ``D`` head dim, ``r`` rotary width (even),
 ``n = r/2`` pairs, ``d`` the frequency exponent denominator (defaults to ``r``;
 an odd partial width ``int(D*rho)`` keeps ``d`` odd while ``r = 2*ceil(d/2)``).
 
@@ -67,7 +67,7 @@ def _finite(name: str, value: Any, rule: str = "must be a finite number") -> flo
     return value
 
 
-def _int(name: str, value: Any, minimum: int | None = None) -> int:
+def _int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -75,12 +75,24 @@ def _int(name: str, value: Any, minimum: int | None = None) -> int:
             bad(name, value, "must be an integer", TypeError)
     if minimum is not None and value < minimum:
         bad(name, value, f"must be an integer >= {minimum}")
+    if maximum is not None and value > maximum:
+        bad(name, value, f"must be an integer <= {maximum}")
     return int(value)
+
+
+# Parameter ranges that keep the exact maths of docs/spec.md section 3 inside float64 and
+# the angle reduction's domain (|p*w| <= 2^32 for |p| < 2^31 needs every w <= pi). They
+# are far outside any published config; the frequencies module re-checks the results.
+MAX_THETA = 2.0**64
+MAX_FACTOR = 2.0**32
+MAX_LENGTH = 2**53
+MAX_HEAD_DIM = 2**16
+MIN_EXT_FACTOR = 1.0 / math.pi
 
 
 @dataclass(frozen=True)
 class Scaling:
-    """The scaling type and its parameters (ROPE-SPEC.md section 3).
+    """The scaling type and its parameters (docs/spec.md section 3).
 
     Only the fields the type uses may be set; ``None`` means "not given" and the
     documented default applies. ``original_max_position_embeddings`` is ``L0``;
@@ -126,7 +138,7 @@ class Scaling:
     def _check(self, name: str, value: Any) -> Any:
         key = f"rope_scaling.{name}"
         if name in ("original_max_position_embeddings", "max_position_embeddings"):
-            return _int(key, value, minimum=1)
+            return _int(key, value, minimum=1, maximum=MAX_LENGTH)
         if name == "truncate":
             if not isinstance(value, bool):
                 bad(key, value, "must be true or false", TypeError)
@@ -136,19 +148,21 @@ class Scaling:
                 bad(key, value, "must be a list of numbers", TypeError)
             items = tuple(_finite(f"{key}[{i}]", v) for i, v in enumerate(value))
             for i, v in enumerate(items):
-                if v <= 0:
-                    bad(f"{key}[{i}]", v, "must be > 0")
+                if not MIN_EXT_FACTOR <= v <= MAX_FACTOR:
+                    bad(f"{key}[{i}]", v, "must be in [1/pi, 2^32] (w_i = theta^(-2i/d)/ext_i must stay <= pi rad/token)")
             return items
         number = _finite(key, value)
         if name == "factor":
             if self.type in ("longrope", "proportional"):
-                if number <= 0:
-                    bad(key, number, "must be a finite number > 0")
-            elif number < 1:
-                bad(key, number, "must be a finite number >= 1")
+                if not 0 < number <= MAX_FACTOR:
+                    bad(key, number, "must be a finite number > 0 and <= 2^32")
+                if self.type == "proportional" and number < MIN_EXT_FACTOR:
+                    bad(key, number, "must be >= 1/pi (w_0 = 1/factor must stay <= pi rad/token)")
+            elif not 1 <= number <= MAX_FACTOR:
+                bad(key, number, "must be a finite number >= 1 and <= 2^32")
         elif name in ("alpha", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor", "attention_factor"):
-            if number <= 0:
-                bad(key, number, "must be a finite number > 0")
+            if not 0 < number <= MAX_FACTOR:
+                bad(key, number, "must be a finite number > 0 and <= 2^32")
         elif name == "partial_rotary_factor":
             if not 0 < number <= 1:
                 bad(key, number, "must be in (0, 1]")
@@ -161,12 +175,18 @@ class Scaling:
             slow = 1.0 if self.beta_slow is None else self.beta_slow
             if fast < slow:
                 bad("rope_scaling.beta_fast", fast, f"must be >= beta_slow={slow}")
-        if self.type == "llama3" and self.high_freq_factor <= self.low_freq_factor:  # type: ignore[operator]
+        if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:  # type: ignore[operator]
             bad(
                 "rope_scaling.high_freq_factor",
                 self.high_freq_factor,
-                f"must be > low_freq_factor={self.low_freq_factor}",
+                f"must be >= low_freq_factor={self.low_freq_factor} (equal factors leave the middle band empty, as Llama 4)",
             )
+        if self.type == "yarn" and self.mscale and self.mscale_all_dim and self.attention_factor is None:
+            for key in ("mscale", "mscale_all_dim"):
+                m = getattr(self, key)
+                if self.factor > 1 and 0.1 * m * math.log(self.factor) + 1 <= 0:  # type: ignore[operator]
+                    bad(f"rope_scaling.{key}", m, f"makes get_mscale(factor={self.factor}, {key}) = 0.1*m*ln(f) + 1 <= 0 "
+                        "(the attention factor would be infinite or negative)")
         if self.type == "longrope" and self.factor is None and self.max_position_embeddings is None:
             bad("rope_scaling.factor", None, "longrope needs factor or max_position_embeddings (factor = M / L0)")
         if self.type == "longrope" and self.original_max_position_embeddings == 1 and self.attention_factor is None:
@@ -198,7 +218,7 @@ class Scaling:
 
 @dataclass(frozen=True)
 class RopeSpec:
-    """The full definition of one RoPE (ROPE-SPEC.md sections 2-4).
+    """The full definition of one RoPE (docs/spec.md sections 2-4).
 
     - ``head_dim`` D; channels ``[rotary_start, rotary_start + rotary_dim)`` rotate,
       the rest pass through bit-exactly. ``rotary_dim`` defaults to D; window-last
@@ -226,7 +246,7 @@ class RopeSpec:
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass normalisation
-        head = _int("head_dim", self.head_dim, minimum=2)
+        head = _int("head_dim", self.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
         set_("head_dim", head)
         width = head if self.rotary_dim is None else _int("rotary_dim", self.rotary_dim, minimum=2)
         if width % 2:
@@ -238,12 +258,13 @@ class RopeSpec:
         if start + width > head:
             bad("rotary_start", start, f"window [{start}, {start + width}) must fit in head_dim={head}")
         set_("rotary_start", start)
-        set_("freq_dim", width if self.freq_dim is None else _int("freq_dim", self.freq_dim, minimum=2))
+        set_("freq_dim", width if self.freq_dim is None else _int("freq_dim", self.freq_dim, minimum=2, maximum=2 * MAX_HEAD_DIM))
         if self.pairing not in PAIRINGS:
             bad("pairing", self.pairing, f"expected one of {', '.join(PAIRINGS)}")
         theta = _finite("theta", self.theta)
-        if theta <= 0:
-            bad("theta", theta, "must be a finite number > 0")
+        if not 1 < theta <= MAX_THETA:
+            bad("theta", theta, "must be a finite number > 1 and <= 2^64 (theta <= 1 makes the frequencies grow "
+                "with the pair index and ln(theta) = 0 divides the YaRN range)")
         set_("theta", theta)
         if isinstance(self.scaling, Mapping):
             set_("scaling", Scaling.from_dict(self.scaling))
@@ -275,6 +296,9 @@ class RopeSpec:
             bad("freq_dim", d, "dynamic NTK needs freq_dim > 2 (exponent d/(d-2))")
         if sc.type == "ntk" and d <= 2:  # type: ignore[operator]
             bad("freq_dim", d, "fixed NTK needs freq_dim > 2 (exponent d/(d-2))")
+        if sc.type == "ntk" and math.log(self.theta) + d / (d - 2) * math.log(sc.alpha) <= 0:  # type: ignore[operator,arg-type]
+            bad("rope_scaling.alpha", sc.alpha, f"makes the NTK base theta*alpha^(d/(d-2)) <= 1 (theta={self.theta}, d={d}); "
+                "the frequencies would grow with the pair index")
 
     def _check_mrope(self) -> None:
         if self.mrope_section is None:

@@ -72,7 +72,7 @@ def scalings(draw: st.DrawFn, n_pairs: int, types: Sequence[str] = SCALING_TYPES
             "dynamic", factor=draw(_positive(1.0, 16.0)), max_position_embeddings=draw(st.integers(1, 1 << 17))
         )
     if kind == "ntk":
-        return Scaling("ntk", alpha=draw(_positive(0.25, 64.0)))
+        return Scaling("ntk", alpha=draw(_positive(1.0, 64.0)))  # alpha < 1 could push theta*alpha^(d/(d-2)) <= 1
     if kind == "yarn":
         slow = opt(_positive(0.01, 32.0))
         fast = opt(_positive(1.0 if slow is None else slow, 64.0))  # beta_fast >= beta_slow (defaults 32, 1)
@@ -113,7 +113,7 @@ def scalings(draw: st.DrawFn, n_pairs: int, types: Sequence[str] = SCALING_TYPES
     assert kind == "proportional", kind
     return Scaling(
         "proportional",
-        factor=opt(_positive(0.25, 16.0)),
+        factor=opt(_positive(0.5, 16.0)),  # w_0 = 1/factor must stay <= pi
         partial_rotary_factor=opt(_positive(1e-3, 1.0)),
     )
 

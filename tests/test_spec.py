@@ -82,6 +82,10 @@ SCALING_CASES = [
      "4096.5", "must be an integer"),
     ({**YARN, "original_max_position_embeddings": True}, TypeError, "rope_scaling.original_max_position_embeddings",
      "True", "must be an integer"),
+    ({**YARN, "original_max_position_embeddings": 2**60}, ValueError, "rope_scaling.original_max_position_embeddings",
+     "1152921504606846976", "<= 9007199254740992"),
+    ({**YARN, "factor": 2.0**40}, ValueError, "rope_scaling.factor", "1099511627776.0", "<= 2^32"),
+    ({**YARN, "mscale": -20.0, "mscale_all_dim": 1.0}, ValueError, "rope_scaling.mscale", "-20.0", "<= 0"),
     ({**YARN, "original_max_position_embeddings": 0}, ValueError, "rope_scaling.original_max_position_embeddings",
      "0", ">= 1"),
     ({"type": "dynamic", "factor": 2.0, "max_position_embeddings": -5}, ValueError,
@@ -94,8 +98,9 @@ SCALING_CASES = [
     (longrope(2, long_factor="12"), TypeError, "rope_scaling.long_factor", "'12'", "must be a list of numbers"),
     (longrope(2, short_factor=[1.0, NAN]), ValueError, "rope_scaling.short_factor[1]", "nan", "finite"),
     (longrope(2, long_factor=[1.0, INF]), ValueError, "rope_scaling.long_factor[1]", "inf", "finite"),
-    (longrope(2, long_factor=[0.0, 1.0]), ValueError, "rope_scaling.long_factor[0]", "0.0", "must be > 0"),
-    (longrope(2, short_factor=[1.0, -2.0]), ValueError, "rope_scaling.short_factor[1]", "-2.0", "must be > 0"),
+    (longrope(2, long_factor=[0.0, 1.0]), ValueError, "rope_scaling.long_factor[0]", "0.0", "must be in [1/pi, 2^32]"),
+    (longrope(2, long_factor=[0.25, 1.0]), ValueError, "rope_scaling.long_factor[0]", "0.25", "<= pi rad/token"),
+    (longrope(2, short_factor=[1.0, -2.0]), ValueError, "rope_scaling.short_factor[1]", "-2.0", "must be in [1/pi, 2^32]"),
     (longrope(2, short_factor=[1.0, "2"]), TypeError, "rope_scaling.short_factor[1]", "'2'", "finite number"),
     # numbers
     ({"type": "linear", "factor": NAN}, ValueError, "rope_scaling.factor", "nan", "finite"),
@@ -128,10 +133,10 @@ SCALING_CASES = [
     ({**YARN, "beta_fast": 0.5}, ValueError, "rope_scaling.beta_fast", "0.5", ">= beta_slow=1.0"),
     ({**YARN, "beta_fast": 2.0, "beta_slow": 3.0}, ValueError, "rope_scaling.beta_fast", "2.0", ">= beta_slow=3.0"),
     ({**YARN, "beta_slow": 33.0}, ValueError, "rope_scaling.beta_fast", "32.0", ">= beta_slow=33.0"),
-    ({**LLAMA3, "high_freq_factor": 1.0}, ValueError, "rope_scaling.high_freq_factor", "1.0",
-     "> low_freq_factor=1.0"),
+    ({**LLAMA3, "high_freq_factor": 0.5}, ValueError, "rope_scaling.high_freq_factor", "0.5",
+     ">= low_freq_factor=1.0"),
     ({**LLAMA3, "low_freq_factor": 4.0, "high_freq_factor": 2.0}, ValueError, "rope_scaling.high_freq_factor", "2.0",
-     "> low_freq_factor=4.0"),
+     ">= low_freq_factor=4.0"),
     ({k: v for k, v in longrope(2).items() if k != "factor"}, ValueError, "rope_scaling.factor", "None",
      "factor or max_position_embeddings"),
     (longrope(2, original_max_position_embeddings=1), ValueError, "rope_scaling.original_max_position_embeddings",
@@ -188,8 +193,12 @@ SPEC_CASES = [
     ({"head_dim": 8, "freq_dim": 1}, ValueError, "freq_dim", "1", ">= 2"),
     ({"head_dim": 8, "freq_dim": 3.5}, TypeError, "freq_dim", "3.5", "must be an integer"),
     ({"head_dim": 8, "pairing": "neox"}, ValueError, "pairing", "'neox'", "expected one of half, adjacent"),
-    ({"head_dim": 8, "theta": 0.0}, ValueError, "theta", "0.0", "> 0"),
-    ({"head_dim": 8, "theta": -10000.0}, ValueError, "theta", "-10000.0", "> 0"),
+    ({"head_dim": 8, "theta": 0.0}, ValueError, "theta", "0.0", "> 1"),
+    ({"head_dim": 8, "theta": -10000.0}, ValueError, "theta", "-10000.0", "> 1"),
+    ({"head_dim": 8, "theta": 1.0}, ValueError, "theta", "1.0", "> 1"),
+    ({"head_dim": 8, "theta": 1e-300}, ValueError, "theta", "1e-300", "> 1"),
+    ({"head_dim": 8, "theta": 2.0**65}, ValueError, "theta", "3.6893488147419103e+19", "<= 2^64"),
+    ({"head_dim": 2**20}, ValueError, "head_dim", "1048576", "<= 65536"),
     ({"head_dim": 8, "theta": NAN}, ValueError, "theta", "nan", "finite"),
     ({"head_dim": 8, "theta": INF}, ValueError, "theta", "inf", "finite"),
     ({"head_dim": 8, "theta": "1e4"}, TypeError, "theta", "'1e4'", "finite number"),
@@ -329,3 +338,15 @@ def test_unequal_specs_differ():
         base.replace(mrope_section=(4, 0, 0)),
     ]
     assert len({base, *others}) == 1 + len(others)
+
+
+def test_ntk_alpha_that_shrinks_the_base_below_one_is_refused():
+    """A tiny NTK alpha used to give NaN outputs; the base theta*alpha^(d/(d-2)) must stay > 1."""
+    with expect(ValueError, "rope_scaling.alpha", "1e-06", "<= 1"):
+        RopeSpec(head_dim=64, scaling={"type": "ntk", "alpha": 1e-6})
+    RopeSpec(head_dim=64, scaling={"type": "ntk", "alpha": 0.5})  # base 10000 * 0.5^(64/62) > 1: fine
+
+
+def test_llama3_equal_band_factors_are_accepted():
+    """Llama 4 sets high_freq_factor == low_freq_factor: the middle band is empty (Meta's code and HF accept it)."""
+    RopeSpec(head_dim=64, scaling={**LLAMA3, "low_freq_factor": 1.0, "high_freq_factor": 1.0})
