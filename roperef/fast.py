@@ -107,7 +107,7 @@ def _streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
     number of 16-byte stores, and the pass is memory-bound: ``H*D`` is at least
     :data:`STREAM_MIN_ELEMENTS_PER_PAIR` times the ``pairs_per_token`` cos/sin pairs the
     kernel computes per token (0 for :func:`apply`, which reads its tables). With fewer
-    heads the libm calls dominate and the extra pass through the scratch costs more than
+    heads the cos/sin arithmetic dominates and the extra pass through the scratch costs more than
     it saves (measured: ``(8,8,2048,64)``, 16 elements per pair, 1.07x (float64) and 1.26x
     (float32) slower streamed; ``(1,32,4096,128)``, 64 per pair, 1.2x faster streamed).
     Smaller or misaligned outputs (``out=`` a view at an odd offset) use ordinary stores.
@@ -196,7 +196,7 @@ def _shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tu
     Tokens at the same position (every batch row of a prefill, every packed sequence from
     0) need the same cos/sin. When at most :data:`SHARE_MAX_DISTINCT` of the ``N`` tokens
     have distinct positions, computing the ``U`` rows once and streaming ``x`` through them
-    beats computing ``N`` rows (the libm calls dominate when a pair serves few elements).
+    beats computing ``N`` rows (the cos/sin arithmetic dominates when a pair serves few elements).
     The tables must stay small next to the output: ``2 U n <= SHARE_MAX_TABLE * N * H * D``
     (elements), so no temporary grows like ``x``.
     """

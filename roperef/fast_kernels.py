@@ -5,14 +5,14 @@ The arithmetic is the reference's, operation for operation (see
 frequency ``w``::
 
     hi, lo  = TwoProduct(p, w)                       # Dekker, Veltkamp split (2^27 + 1)
-    c, sn   = cos(hi), sin(hi)
-    cos     = (c  - (sn*lo + c*(0.5*lo*lo))) * s     # second order in lo
-    sin     = (sn + (c*lo  - sn*(0.5*lo*lo))) * s
+    c, sn   = sincos(hi, lo)                         # roperef.fast_sincos (IEEE + - * only)
+    cos     = c * s
+    sin     = sn * s
     y_a     = x_a*cos - x_b*sin
     y_b     = x_b*cos + x_a*sin
 
 No ``fastmath`` (so no reassociation and no FMA contraction): the results are
-bit-identical to NumPy's wherever ``math.cos``/``math.sin`` equal ``np.cos``/``np.sin``.
+bit-identical to NumPy's on every machine (no libm call anywhere).
 
 Array conventions (all C-contiguous): ``x`` and ``out`` are ``[N, H, D]`` (tokens,
 heads, head dim; float32 or float64 each, the arithmetic is float64 and ``out`` is
@@ -26,7 +26,7 @@ pass-through channels, copied unchanged.
 Parallelism and memory traffic: tokens are split into contiguous blocks, one
 ``prange`` iteration per block; each block owns a ``[n]`` cos/sin scratch (allocated
 once per block, never per element), fills it once per token and reuses it across all
-heads. The cos/sin of a token are pure computation (two libm calls per pair), so the
+heads. The cos/sin of a token are pure computation (~100 floating-point operations per pair), so the
 block runs a software pipeline: while it computes token ``t+1``'s cos/sin it prefetches
 token ``t+2``'s ``x`` and, with ``stream=True`` (large, aligned outputs;
 :func:`roperef.fast._streams`), writes the already rotated token ``t`` from a
@@ -38,16 +38,14 @@ same either way (tested bit for bit).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit, prange, uint64
 
 from .fast_llvm import prefetch, store_fence, stream16
+from .fast_sincos import sincos, two_product
 
 __all__ = ["tables_kernel", "rope_kernel", "apply_kernel"]
 
-_SPLITTER = 134217729.0  # 2^27 + 1, as roperef.reference._SPLITTER
 _LINE_BYTES = 64  # cache line: the prefetch stride
 # Token indices passed as typed int64 values, not literals: a literal argument would make
 # Numba compile a second specialisation of every callee (measured: twice the cold compile).
@@ -56,29 +54,13 @@ _NONE = np.int64(-1)  # "no token" for _fill_token_overlapped's t_stream
 
 
 @njit(cache=True, inline="always")
-def _two_product(a: float, b: float) -> tuple[float, float]:
-    """Same operation order as :func:`roperef.reference.two_product`."""
-    hi = a * b
-    ca = _SPLITTER * a
-    a_hi = ca - (ca - a)
-    a_lo = a - a_hi
-    cb = _SPLITTER * b
-    b_hi = cb - (cb - b)
-    b_lo = b - b_hi
-    lo = ((a_hi * b_hi - hi) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-    return hi, lo
-
-
-@njit(cache=True, inline="always")
 def _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin):  # type: ignore[no-untyped-def]
     """``cos[j], sin[j]`` of token ``t`` (``sign`` = -1.0 negates sin, as the backward pass does)."""
     p = float(rows[axes[j], t])
-    hi, lo = _two_product(p, freqs[j])
-    c = math.cos(hi)
-    sn = math.sin(hi)
-    half_lo2 = 0.5 * lo * lo
-    cos[j] = (c - (sn * lo + c * half_lo2)) * s
-    sv = (sn + (c * lo - sn * half_lo2)) * s
+    hi, lo = two_product(p, freqs[j])
+    c, sn = sincos(hi, lo)
+    cos[j] = c * s
+    sv = sn * s
     sin[j] = -sv if sign < 0.0 else sv
 
 
@@ -93,7 +75,7 @@ def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):  # type: ignore[no-unt
 def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefetch, m, bf, of, t_stream):  # type: ignore[no-untyped-def]
     """:func:`_fill_token`, with the memory traffic of neighbouring tokens spread over its pairs.
 
-    The libm calls of one token are pure computation; alongside pair ``j`` this issues the
+    The cos/sin of one token are pure computation; alongside pair ``j`` this issues the
     ``j``-th ``1/n`` of (1) prefetches of the ``m`` elements of token ``t_prefetch`` of
     ``xf`` (flat ``x``) and (2) when ``t_stream >= 0``, the non-temporal stores of the
     rotated token ``t_stream`` from the scratch ``bf`` (flat, ``m`` elements) into ``of``

@@ -1,6 +1,6 @@
 """The float64 NumPy reference: angles, cos/sin tables, apply, forward, backward.
 
-Maths (ROPE-SPEC.md sections 2-5). For pair ``j`` with channels ``(a, b)``,
+Maths (docs/spec.md sections 2-5). For pair ``j`` with channels ``(a, b)``,
 position ``p`` and inverse frequency ``w_j``::
 
     phi = p * w_j
@@ -15,18 +15,18 @@ product ``p*w`` is not: rounding it would give an absolute angle error up to
 ``2^-53 * |phi|`` (about ``2.4e-7`` rad at ``|phi| = 2^31``), far above a unit
 roundoff of the output. So the angle is kept as an unrounded two-term product
 ``phi = hi + lo`` (Dekker's TwoProduct with Veltkamp splitting; exact, no FMA
-needed), ``cos``/``sin`` are evaluated at ``hi`` by the C library (Payne-Hanek
-reduction for large arguments) and corrected to second order in ``lo``
-(``|lo| <= ulp(hi)/2 <= 2^-22``, so ``lo^3`` terms are below ``2^-66``)::
+needed) and ``cos``/``sin`` of the exact sum are computed by :func:`roperef.sincos.sincos`
+(an exact Cody-Waite reduction and Taylor kernels from IEEE ``+ - *`` only, within
+0.7 ulp). With that, each output is within a few units of roundoff (``u = 2^-53``) of
+the pair magnitude ``s (|x_a| + |x_b|)`` of exact arithmetic on the float64 inputs and
+the float64 ``w`` of :func:`roperef.frequencies.inv_freq`, at every position up to
+``2^31`` (the golden audit measures it against mpmath). Angles are never accumulated
+by repeated multiplication or addition.
 
-    cos(hi + lo) = cos(hi) - (sin(hi) lo + cos(hi) lo^2/2)
-    sin(hi + lo) = sin(hi) + (cos(hi) lo - sin(hi) lo^2/2)
-
-With that, each output is within a few units of roundoff (``u = 2^-53``) of the
-pair magnitude ``s (|x_a| + |x_b|)`` of exact arithmetic on the float64 inputs
-and the float64 ``w`` of :func:`roperef.frequencies.inv_freq`, at every position
-up to ``2^31`` (the golden audit measures it against mpmath). Angles are never
-accumulated by repeated multiplication or addition.
+Machine independence (docs/spec.md section 3, "What the float64 numbers are"): the
+frequencies and ``s`` are correctly rounded exact values, and everything after them is
+IEEE basic arithmetic in a fixed order, so every output bit is the same on every
+IEEE-754 machine, whatever C library or SIMD path NumPy uses.
 """
 
 from __future__ import annotations
@@ -38,28 +38,12 @@ from .frequencies import inv_freq as _inv_freq
 from .inputs import check_spec, float_array, prepare, resolve_out_dtype
 from .layout import PairMap, pair_axes, pair_map
 from .positions import check_positions
+from .sincos import sincos, two_product
 from .spec import RopeSpec
 
-__all__ = ["two_product", "angles", "cos_sin", "apply", "forward", "backward", "inv_freq"]
+__all__ = ["two_product", "angles", "angle_cos_sin", "cos_sin", "apply", "forward", "backward", "inv_freq"]
 
 inv_freq = _inv_freq
-
-_SPLITTER = 134217729.0  # 2^27 + 1, Veltkamp's constant for float64
-
-
-def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct: ``hi = fl(a*b)`` and ``lo`` with ``hi + lo == a*b`` exactly (no over/underflow)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    hi = a * b
-    ca = _SPLITTER * a
-    a_hi = ca - (ca - a)
-    a_lo = a - a_hi
-    cb = _SPLITTER * b
-    b_hi = cb - (cb - b)
-    b_lo = b - b_hi
-    lo = ((a_hi * b_hi - hi) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-    return hi, lo
 
 
 def angles(rows: np.ndarray, freqs: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,11 +55,9 @@ def angles(rows: np.ndarray, freqs: np.ndarray, axes: np.ndarray) -> tuple[np.nd
     return two_product(p, freqs)
 
 
-def _corrected_cos_sin(hi: np.ndarray, lo: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
-    c, sn = np.cos(hi), np.sin(hi)
-    half_lo2 = 0.5 * lo * lo
-    cos = c - (sn * lo + c * half_lo2)
-    sin = sn + (c * lo - sn * half_lo2)
+def angle_cos_sin(hi: np.ndarray, lo: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(s*cos(hi + lo), s*sin(hi + lo))`` by :func:`roperef.sincos.sincos` (machine-independent bits)."""
+    cos, sin = sincos(hi, lo)
     return cos * s, sin * s
 
 
@@ -97,7 +79,7 @@ def _tables(spec: RopeSpec, rows: np.ndarray, seq_len: int | None) -> tuple[np.n
         seq_len = max(int(rows.max()) + 1, 1) if rows.size else 1
     freqs, s = _inv_freq(spec, seq_len)
     hi, lo = angles(rows, freqs, pair_axes(spec))
-    return _corrected_cos_sin(hi, lo, s)
+    return angle_cos_sin(hi, lo, s)
 
 
 def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
