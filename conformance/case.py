@@ -18,6 +18,15 @@ backward     grad, positions[, cu_seqlens]        grad_x
 ===========  ===================================  ===========================
 
 Forward-like stages use ``seq_len = max(position) + 1`` (the protocol default).
+
+Reference arrays (:data:`REFERENCE_ARRAYS`, every golden case of a stage other than
+``inv_freq``; optional for cases built in memory): ``inv_freq`` float64 ``[n]`` and
+``attention_factor`` (0-d) the case was computed with (at that ``seq_len``), and
+``pair_axis`` int64 ``[n]``, the row of the positions that drives each pair (0 for plain
+positions; t, h, w = 0, 1, 2 for mRoPE; h, w = 0, 1 for 2-D vision); ``apply`` cases also
+keep ``table_positions``, the positions their given tables were computed at. They are neither
+inputs nor outputs: a reader in another language feeds them to its kernel to separate
+"my inv_freq is off" from "my rotation is off".
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ __all__ = [
     "STAGE_INPUTS",
     "STAGE_OUTPUTS",
     "OPTIONAL_INPUTS",
+    "REFERENCE_ARRAYS",
     "GoldenCase",
     "case_features",
     "numpy_dtype",
@@ -56,6 +66,13 @@ STAGE_INPUTS: dict[str, tuple[str, ...]] = {
     "backward": ("grad", "positions"),
 }
 OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {"forward": ("cu_seqlens",), "backward": ("cu_seqlens",)}
+#: What the expected outputs were computed with (stored in golden files for every stage but inv_freq).
+REFERENCE_ARRAYS: dict[str, tuple[str, ...]] = {
+    "cos_sin": ("inv_freq", "attention_factor", "pair_axis"),
+    "apply": ("inv_freq", "attention_factor", "pair_axis", "table_positions"),
+    "forward": ("inv_freq", "attention_factor", "pair_axis"),
+    "backward": ("inv_freq", "attention_factor", "pair_axis"),
+}
 STAGE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "inv_freq": ("inv_freq", "attention_factor"),
     "cos_sin": ("cos", "sin"),
@@ -122,6 +139,10 @@ class GoldenCase:
 
     def expected(self) -> dict[str, np.ndarray]:
         return {k: self.arrays[k] for k in STAGE_OUTPUTS[self.stage]}
+
+    def reference(self) -> dict[str, np.ndarray]:
+        """The stored :data:`REFERENCE_ARRAYS` (frequencies, attention factor, pair axes) present in the case."""
+        return {k: self.arrays[k] for k in REFERENCE_ARRAYS.get(self.stage, ()) if k in self.arrays}
 
     def input_as(self, name: str) -> np.ndarray:
         """Input ``name`` converted (exactly) to the case dtype; integer arrays unchanged."""

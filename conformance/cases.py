@@ -48,6 +48,7 @@ __all__ = [
     "recipe_seed",
     "recipe_positions",
     "ulp_disagreement",
+    "reference_arrays",
 ]
 
 #: What a case is designed to expose (every recipe's flags come from here).
@@ -241,6 +242,21 @@ def _both(recipe: CaseRecipe, name: str, compute: Callable[[object], object], ch
     return [np.ascontiguousarray(a, dtype=np.float64) for a in ref_list]
 
 
+def reference_arrays(spec: RopeSpec, positions: np.ndarray) -> dict[str, np.ndarray]:
+    """``inv_freq``, ``attention_factor``, ``pair_axis`` of a case at ``seq_len = max(position) + 1``
+    (what :func:`roperef.reference.forward` uses; see :data:`conformance.case.REFERENCE_ARRAYS`)."""
+    from roperef.layout import pair_axes
+
+    pos = np.asarray(positions)
+    seq_len = max(int(pos.max()) + 1, 1) if pos.size else 1
+    freqs, s = inv_freq(spec, seq_len)
+    return {
+        "inv_freq": np.ascontiguousarray(freqs, dtype=np.float64),
+        "attention_factor": np.asarray(s, dtype=np.float64),
+        "pair_axis": np.ascontiguousarray(pair_axes(spec), dtype=np.int64),
+    }
+
+
 def recipe_positions(recipe: CaseRecipe) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``(positions, cu_seqlens)`` :func:`materialize` gives ``recipe`` (drawn first from its generator)."""
     grid = recipe.shape if recipe.stage == "cos_sin" else recipe.shape[:-2]
@@ -277,7 +293,7 @@ def materialize(recipe: CaseRecipe, *, check_fast: bool = True) -> GoldenCase:
         if stage == "apply":
             cos, sin = reference.cos_sin(spec, pos)
             cos, sin = _round(cos, recipe.dtype), _round(sin, recipe.dtype)
-            arrays.update(x=x, cos=cos, sin=sin)
+            arrays.update(x=x, cos=cos, sin=sin, table_positions=pos)
             (arrays["y"],) = _both(recipe, "apply", lambda m: m.apply(x, cos, sin, spec), check_fast)
         else:
             key, out = ("x", "y") if stage == "forward" else ("grad", "grad_x")
@@ -289,6 +305,8 @@ def materialize(recipe: CaseRecipe, *, check_fast: bool = True) -> GoldenCase:
             (arrays[out],) = _both(
                 recipe, fn, lambda m: getattr(m, fn)(x, pos, spec, cu_seqlens=cu), check_fast
             )
+    if stage != "inv_freq":
+        arrays.update(reference_arrays(spec, pos))
     return GoldenCase(
         id=recipe.id,
         family=recipe.family,

@@ -7,7 +7,8 @@ A golden set is a directory holding ``manifest.json`` and one ``.npz`` per case
   float64 (``<f8``) or int64 (``<i8``), C order, little-endian; read with
   ``np.load(..., allow_pickle=False)`` only, never unpickled;
 - the archive is written by hand (fixed member order, fixed 1980-01-01 timestamps,
-  fixed attributes, deflate level 6), so the same cases give byte-identical files;
+  fixed attributes, members stored uncompressed: deflate output depends on the zlib build,
+  stored bytes do not), so the same cases give byte-identical files on every machine;
 - ``manifest.json`` (sorted keys, one-space indent) gives the schema and library
   versions and, per case id, the spec dict, family, stage, dtype, tier, flags, file name,
   the file's sha256 and, per array, its dtype, shape and sha256.
@@ -39,7 +40,17 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from .case import DTYPES, FAMILIES, OPTIONAL_INPUTS, STAGE_INPUTS, STAGE_OUTPUTS, STAGES, TIERS, GoldenCase
+from .case import (
+    DTYPES,
+    FAMILIES,
+    OPTIONAL_INPUTS,
+    REFERENCE_ARRAYS,
+    STAGE_INPUTS,
+    STAGE_OUTPUTS,
+    STAGES,
+    TIERS,
+    GoldenCase,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -57,12 +68,11 @@ __all__ = [
     "recompute",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: bump when the catalogue or the writer changes the bytes of existing cases
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 MANIFEST = "manifest.json"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-_DEFLATE_LEVEL = 6
 _FILE_RE = re.compile(r"^[A-Za-z0-9._@+-]+\.npz$")
 _TOP_FIELDS = {
     "schema_version", "generator", "generator_version", "numpy_version", "numba_version",
@@ -128,15 +138,15 @@ def array_sha256(arr: np.ndarray) -> str:
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     """A deterministic ``.npz``: members ``NAME.npy`` in sorted order, fixed timestamps and attributes."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
             body = io.BytesIO()
             np.lib.format.write_array(body, _canonical(arrays[name]), version=(1, 0), allow_pickle=False)
             info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED
             info.create_system = 3
             info.external_attr = 0o644 << 16
-            zf.writestr(info, body.getvalue(), compresslevel=_DEFLATE_LEVEL)
+            zf.writestr(info, body.getvalue())
     return buf.getvalue()
 
 
@@ -383,15 +393,46 @@ def recompute(case: GoldenCase) -> dict[str, np.ndarray]:
     return {"grad_x": reference.backward(a["grad"], a["positions"], spec, cu_seqlens=a.get("cu_seqlens"))}
 
 
-def _check_case(case: GoldenCase, path: Path) -> list[str]:
+def _bitwise_problem(name: str, stored: np.ndarray, fresh: np.ndarray) -> str | None:
+    """None when ``stored`` and ``fresh`` are the same array bit for bit, else what differs."""
     from .cases import ulp_disagreement
+
+    stored, fresh = np.asarray(stored), np.asarray(fresh)
+    if stored.shape != fresh.shape:
+        return f"stored {name!r} has shape {list(stored.shape)}, the reference gives {list(fresh.shape)}"
+    if stored.dtype.kind == "i" or fresh.dtype.kind == "i":
+        same = np.array_equal(stored, fresh)
+    else:
+        same = np.array_equal(stored.astype(np.float64).view(np.int64), fresh.astype(np.float64).view(np.int64))
+    if same:
+        return None
+    count = int(np.count_nonzero(stored != fresh)) if stored.shape else 1
+    worst = ulp_disagreement(stored, fresh) if stored.dtype.kind == "f" else float("inf")
+    return (f"stored {name!r} differs from the reference recomputed from the stored inputs in {count} "
+            f"element(s), by up to {worst:.3g} ulp (the reference is bit-exact on every machine)")
+
+
+def _round_to(values: np.ndarray, dtype: str) -> np.ndarray:
     from .case import numpy_dtype
 
+    return np.asarray(values, dtype=np.float64).astype(numpy_dtype(dtype)).astype(np.float64)
+
+
+def _check_case(case: GoldenCase, path: Path) -> list[str]:
+    from roperef import reference
+
+    from .case import numpy_dtype
+    from .cases import reference_arrays
+
     problems = []
-    extra = set(case.arrays) - set(STAGE_INPUTS[case.stage]) - set(STAGE_OUTPUTS[case.stage]) - set(
-        OPTIONAL_INPUTS.get(case.stage, ()))
+    known = (set(STAGE_INPUTS[case.stage]) | set(STAGE_OUTPUTS[case.stage]) | set(OPTIONAL_INPUTS.get(case.stage, ()))
+             | set(REFERENCE_ARRAYS.get(case.stage, ())))
+    extra = set(case.arrays) - known
     if extra:
         problems.append(f"{path}: arrays {sorted(extra)} are not part of stage {case.stage}")
+    missing = sorted(set(REFERENCE_ARRAYS.get(case.stage, ())) - set(case.arrays))
+    if missing:
+        problems.append(f"{path}: reference arrays {missing} are missing (schema {SCHEMA_VERSION} stores them)")
     for name, arr in case.inputs().items():
         if arr.dtype.kind == "f" and case.dtype != "float64":
             back = arr.astype(numpy_dtype(case.dtype)).astype(np.float64)
@@ -399,13 +440,20 @@ def _check_case(case: GoldenCase, path: Path) -> list[str]:
                 problems.append(f"{path}: input {name!r} is not exactly representable in {case.dtype}")
     try:
         fresh = recompute(case)
+        if case.stage != "inv_freq" and not missing:
+            positions = case.arrays.get("positions", case.arrays.get("table_positions"))
+            if positions is not None:
+                fresh.update(reference_arrays(case.spec, positions))
+            if case.stage == "apply" and positions is not None:  # the given tables: the reference's, rounded
+                cos, sin = reference.cos_sin(case.spec, positions)
+                fresh.update(cos=_round_to(cos, case.dtype), sin=_round_to(sin, case.dtype))
     except (TypeError, ValueError) as exc:
         return problems + [f"{path}: the reference rejects the stored inputs: {exc}"]
     for name, want in fresh.items():
-        worst = ulp_disagreement(case.arrays[name], want)
-        if worst > 2.0:
-            problems.append(f"{path}: stored {name!r} differs from the reference recomputed from the stored "
-                            f"inputs by {worst:.3g} ulp (> 2)")
+        if name in case.arrays:
+            problem = _bitwise_problem(name, case.arrays[name], want)
+            if problem:
+                problems.append(f"{path}: {problem}")
     return problems
 
 
@@ -414,7 +462,9 @@ def verify_golden(directory: str | os.PathLike | None = None, *, recompute_outpu
 
     Checks the manifest schema, every file's and array's sha256, array names/dtypes/shapes,
     that inputs are exact in the case dtype, stray ``.npz`` files, and (``recompute_outputs``)
-    that the stored outputs equal the reference recomputed from the stored inputs within 2 ulp.
+    that the stored outputs (and frequencies, attention factor, pair axes) equal the reference
+    recomputed from the stored inputs bit for bit (the reference is machine-independent:
+    docs/spec.md section 3).
     """
     folder = Path(directory) if directory is not None else default_golden_dir()
     try:
