@@ -6,7 +6,7 @@ Full tier (generated on demand): the smoke cases plus the cross product
 scaling x pairing x dtype x position regime at larger shapes, and more dtypes per model.
 
 Spec parameters are realistic (Qwen, Llama 3.1, Phi-3, DeepSeek, gpt-oss, HunYuan, Gemma 4
-values) with boundary variants in the ``freq`` family (ROPE-SPEC.md sections 3 and 6).
+values) with boundary variants in the ``freq`` family (docs/spec.md sections 3 and 6).
 """
 
 from __future__ import annotations
@@ -285,9 +285,8 @@ def _backward() -> Iterator[CaseRecipe]:
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
     """``explicit``, else env ``ROPEREF_PRESETS``, else the copy shipped in ``conformance/presets``.
 
-    The shipped copy (of the team's ``../shared/presets``) is what the checked-in golden
-    ``model`` cases were generated from, so a checkout needs nothing beside it;
-    ``tests/test_hf_configs.py`` reports when it drifts from ``../shared/presets``.
+    The shipped presets (real published configs with provenance) are what the checked-in
+    golden ``model`` cases were generated from, so a checkout needs nothing beside it.
     """
     if explicit:
         return Path(explicit)

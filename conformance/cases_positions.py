@@ -1,4 +1,4 @@
-"""Position recipes of the case catalogue (ROPE-SPEC.md section 6: what positions expose bugs).
+"""Position recipes of the case catalogue (docs/spec.md section 6: what positions expose bugs).
 
 Rules every recipe follows:
 

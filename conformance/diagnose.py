@@ -1,6 +1,6 @@
 """Name the likely bug behind a FAIL by comparing the backend's output with decoys.
 
-A decoy is the reference computation with one known bug built in (ROPE-SPEC.md
+A decoy is the reference computation with one known bug built in (docs/spec.md
 section 6): other pairing, positions all zero / off by one / offsets ignored / batch
 row 0's positions everywhere / only batch row 0 rotated, positions rounded to bf16 or
 fp16, inv_freq rounded to bf16 or fp16, cos/sin tables in bf16 or fp16, scaling dropped

@@ -1,6 +1,6 @@
 """RopeSpec(s) from a Hugging Face ``config.json`` (dict, JSON string path or :class:`~pathlib.Path`).
 
-Every form of ROPE-SPEC.md section 7 is accepted:
+Every form of docs/spec.md section 7 is accepted:
 
 - v5 ``rope_parameters``: flat (``{"rope_type": ..., "rope_theta": ..., ...}``) or nested by layer
   type (``{"full_attention": {...}, "sliding_attention": {...}}``; a ``null`` entry is a NoPE layer
@@ -73,7 +73,7 @@ class HFQuirks:
     - ``top_level_original_max_wins``: a top-level ``original_max_position_embeddings`` overrides the one
       inside the rope parameters (transformers' Phi-3 priority rule in ``standardize_rope_params``).
     - ``original_max_falls_back_to_max``: transformers fills a missing L0 for yarn/llama3/longrope with
-      ``max_position_embeddings``; off by default here (ROPE-SPEC.md section 7: L0 is required).
+      ``max_position_embeddings``; off by default here (docs/spec.md section 7: L0 is required).
     - ``yarn_null_factor_is_ratio``: yarn ``"factor": null`` means ``M / L0`` (transformers).
     - ``zero_beta_is_unset``: yarn ``beta_fast``/``beta_slow`` equal to 0 mean the defaults 32/1
       (transformers' ``get("beta_fast") or 32``).

@@ -2,7 +2,7 @@
 
 ``x`` is ``[..., heads, head_dim]``: bshd ``[B, T, H, D]`` or packed thd
 ``[N, H, D]``. Its leading shape ``P = x.shape[:-2]`` is the token grid; positions
-must match it (ROPE-SPEC.md section 1):
+must match it (docs/spec.md section 1):
 
 - plain: ``positions`` broadcastable to ``P`` (``[B, T]``, or ``[T]`` shared by rows);
 - mRoPE: ``[3, *P]`` (rows t, h, w; each broadcastable to ``P``);

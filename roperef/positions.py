@@ -3,7 +3,7 @@
 All return int64 arrays. Positions may be any integer in ``[-2^31, 2^31)``
 (:data:`POSITION_MIN`, :data:`POSITION_MAX`); :func:`check_positions` enforces it.
 
-Shapes (ROPE-SPEC.md section 1): plain ``[batch, seq]`` (or ``[tokens]`` packed);
+Shapes (docs/spec.md section 1): plain ``[batch, seq]`` (or ``[tokens]`` packed);
 mRoPE ``[3, batch, seq]`` or ``[3, tokens]`` (rows t, h, w); vision ``[tokens, 2]``
 (columns h, w).
 """

@@ -12,7 +12,7 @@ Import from test files as ``from strategies import ...`` (pytest puts ``tests/``
 - :func:`rope_cases` -- a whole ``RopeCase(spec, x, positions, seq_len)`` (bshd).
 
 Positions mix small values, odd large values and the ends of ``[-2^31, 2^31)``
-(ROPE-SPEC.md section 6: position 0 and round positions hide bugs).
+(docs/spec.md section 6: position 0 and round positions hide bugs).
 """
 
 from __future__ import annotations

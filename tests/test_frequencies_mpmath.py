@@ -1,6 +1,6 @@
 """Worked values against mpmath (50 digits) at the boundaries that matter.
 
-The expected values are computed here, independently, from ROPE-SPEC.md section 3
+The expected values are computed here, independently, from docs/spec.md section 3
 in mpmath; roperef is only called for the value under test. Inputs that are
 float64 numbers (theta, factors, lengths) are taken as exact.
 
@@ -40,7 +40,7 @@ mpf = mpmath.mpf
 
 
 # ---------------------------------------------------------------------------------------------
-# Independent mpmath model of ROPE-SPEC.md section 3 (all arithmetic in 50 digits).
+# Independent mpmath model of docs/spec.md section 3 (all arithmetic in 50 digits).
 # ---------------------------------------------------------------------------------------------
 
 

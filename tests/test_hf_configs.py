@@ -1,5 +1,5 @@
 """roperef.hf: every real preset parses to the values read off its published config, every config form
-of ROPE-SPEC.md section 7 is understood, and every malformed config fails naming its key.
+of docs/spec.md section 7 is understood, and every malformed config fails naming its key.
 
 Expected values are derived by hand from the config facts (head_dim = hidden_size / heads, rotary width
 = int(D * rho), theta as published, ...), never copied from the parser's output.
@@ -22,7 +22,6 @@ from roperef.spec import RopeSpec
 
 
 PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
-SHARED_PRESETS = Path(__file__).resolve().parents[2] / "shared" / "presets"  # the team's copy, when beside the checkout
 MALFORMED = Path(__file__).resolve().parent / "data" / "malformed_configs"
 
 # (head_dim, rotary_dim, pairing, theta, scaling type, extra Scaling fields) by hand from the configs.
@@ -78,15 +77,6 @@ def _preset_files() -> list[Path]:
 
 def test_every_preset_has_expectations():
     assert {p.stem for p in _preset_files()} == set(EXPECTED)
-
-
-def test_shipped_presets_match_the_shared_ones():
-    """conformance/presets is a copy of ../shared/presets: drift means re-copy and regenerate the goldens."""
-    if not SHARED_PRESETS.is_dir():
-        pytest.skip("no ../shared/presets beside this checkout to compare the shipped copy with")
-    shared = {p.name: p.read_bytes() for p in SHARED_PRESETS.glob("*.json")}
-    shipped = {p.name: p.read_bytes() for p in PRESETS.glob("*.json")}
-    assert shipped == shared
 
 
 @pytest.mark.parametrize("path", _preset_files(), ids=lambda p: p.stem)

@@ -1,4 +1,4 @@
-"""Properties of the float64 reference that follow from the maths (ROPE-SPEC.md sections 2-5).
+"""Properties of the float64 reference that follow from the maths (docs/spec.md sections 2-5).
 
 Hypothesis draws random specs (every scaling type, pairing, window, mRoPE layout,
 vision form), shapes and positions (small, odd large, the ends of [-2^31, 2^31)).
@@ -28,7 +28,7 @@ U = 2.0**-53
 
 
 def pairs(spec: RopeSpec) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(read, write) channel pairs of each frequency, from ROPE-SPEC.md section 2."""
+    """(read, write) channel pairs of each frequency, from docs/spec.md section 2."""
     n, start = spec.n_pairs, spec.rotary_start
     half = [(start + j, start + n + j) for j in range(n)]
     adjacent = [(start + 2 * j, start + 2 * j + 1) for j in range(n)]

@@ -1,4 +1,4 @@
-"""Deliberately wrong backends: one per bug class of ROPE-SPEC.md section 6 (for the meta-tests).
+"""Deliberately wrong backends: one per bug class of docs/spec.md section 6 (for the meta-tests).
 
 Each is a float32 engine (:class:`conformance.backends.emulated.Float32Emulation`) with one
 bug built in by overriding a step; the bug is written here independently of the decoys in

@@ -8,7 +8,7 @@ API mapping (mlx 0.32, ``mlx/fast.cpp``)::
   and back. Token ``t`` of row ``b`` sits at position ``offset[b] + t``: positions must be
   contiguous per row (``offset`` = the first position of each row, a scalar or a ``[B]``
   int32 array, negative allowed). Sparse positions and packed (varlen) input have no mapping.
-- ``traditional=True`` is ``adjacent`` pairing, ``False`` is ``half`` (ROPE-SPEC.md section 2).
+- ``traditional=True`` is ``adjacent`` pairing, ``False`` is ``half`` (docs/spec.md section 2).
 - ``dims`` rotates the first ``dims`` channels (a window at the start), others pass through.
 - ``default``: ``base=theta`` (MLX: ``w_i = exp(-i ln(base)/(dims/2))`` in float32).
   ``linear``: ``scale = 1/factor`` multiplies the positions (float32).
