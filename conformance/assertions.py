@@ -5,8 +5,10 @@
     def test_my_kernel_conforms():
         assert_rope_conforms(MyBackend(), filter="forward/*/half/*")
 
-Raises ``AssertionError`` listing every FAIL/ERROR with its message, diagnosis and repro
-command; returns the :class:`~conformance.runner.RunReport` otherwise.
+Raises ``AssertionError`` listing every FAIL/ERROR as numpy.testing does (the mismatch
+fraction and the worst elements: index, position, actual, expected, bound), with the
+diagnosis and the repro command; returns the :class:`~conformance.runner.RunReport` otherwise.
+The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def assert_rope_conforms(
     cases: Sequence[Any] | None = None,
 ) -> Any:
     """Run the selected golden cases on ``backend`` (object, short name or module:attr)."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     from .backends.resolve import resolve_backend
     from .cli_check import load_cases
     from .runner import RunOptions, run_cases
@@ -40,9 +43,10 @@ def assert_rope_conforms(
     report = run_cases(obj, selected, options)
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]
     if bad:
-        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed:"]
-        for r in bad:
-            diag = f"\n    {r.diagnosis['summary']}" if r.diagnosis else ""
-            lines.append(f"  {r.status} {r.id}: {r.message}{diag}")
+        from .failure_text import failure_text
+
+        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
+        lines += [f"note: {note}" for note in report.notes]
+        lines += [failure_text(r) for r in bad]
         raise AssertionError("\n".join(lines))
     return report
