@@ -13,6 +13,7 @@ The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 __all__ = ["assert_rope_conforms"]
@@ -27,9 +28,13 @@ def assert_rope_conforms(
     profile: str | None = None,
     golden: str | None = None,
     xfail: str | None = None,
-    cases: Sequence[Any] | None = None,
+    cases: "str | os.PathLike[str] | Sequence[Any] | None" = None,
 ) -> Any:
-    """Run the selected golden cases on ``backend`` (object, short name or module:attr)."""
+    """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
+
+    ``cases``: a directory of your own cases (docs/user-cases.md; ``filter`` and ``dtypes``
+    select among them) or a sequence of :class:`~conformance.case.GoldenCase`; default: the
+    golden set (``golden``, ``tier``)."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     from .backends.resolve import resolve_backend
     from .cli_check import load_cases
@@ -38,7 +43,14 @@ def assert_rope_conforms(
 
     obj = resolve_backend(backend)
     filters = [filter] if isinstance(filter, str) else list(filter or [])
-    selected = list(cases) if cases is not None else load_cases(golden, tier, filters, dtypes).cases
+    if isinstance(cases, (str, os.PathLike)):
+        from .cli_check import user_case_source
+
+        selected = user_case_source(os.fspath(cases), filters, dtypes).cases
+    elif cases is not None:
+        selected = list(cases)
+    else:
+        selected = load_cases(golden, tier, filters, dtypes).cases
     options = RunOptions(profile=profile, xfail=load_xfail(xfail) if xfail else None)
     report = run_cases(obj, selected, options)
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]

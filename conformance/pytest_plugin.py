@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11: roperef``): every golden case as a test item.
 
     pytest --rope-backend mypkg.mod:Backend [--rope-filter PAT] [--rope-tier smoke|full]
-           [--rope-profile NAME|FILE.toml] [--rope-golden DIR] [--rope-xfail FILE]
+           [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR] [--rope-xfail FILE]
 
 Without ``--rope-backend`` the plugin adds no item and its header is one line (versions and
 ``ROPEREF_*`` variables). Items are named by case id; FAIL/ERROR fail with the mismatch
@@ -27,6 +27,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--rope-tier", default="smoke", choices=("smoke", "full"))
     group.addoption("--rope-profile", default=None, help="tolerance profile name or .toml file")
     group.addoption("--rope-golden", default=None, help="golden directory")
+    group.addoption("--rope-cases", default=None, help="a directory of your own cases instead of the golden set (docs/user-cases.md)")
     group.addoption("--rope-xfail", default=None, help="expected-failure file")
 
 
@@ -76,7 +77,7 @@ def _load_state(config: Any) -> dict[str, Any]:
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
-    from .cli_check import UsageError, load_cases
+    from .cli_check import UsageError, load_cases, user_case_source
     from .tolerance import default_profile_name, get_profile
     from .xfail import load_xfail
 
@@ -85,13 +86,18 @@ def _load_state(config: Any) -> dict[str, Any]:
         backend = resolve_backend(selector)
         profile = get_profile(config.getoption("--rope-profile"), (), default=default_profile_name(backend.capabilities))
         xf = config.getoption("--rope-xfail")
-        source = load_cases(config.getoption("--rope-golden"), config.getoption("--rope-tier"), config.getoption("--rope-filter"))
+        own = config.getoption("--rope-cases")
+        if own:
+            source = user_case_source(own, config.getoption("--rope-filter"))
+        else:
+            source = load_cases(config.getoption("--rope-golden"), config.getoption("--rope-tier"), config.getoption("--rope-filter"))
         xfail = load_xfail(xf) if xf else None
     except (BackendError, UsageError, ValueError, TypeError) as exc:
         raise pytest.UsageError(f"roperef: {exc}") from None
     return {
         "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source,
-        "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, "--rope-filter", case.id]),
+        "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, *(["--rope-cases", own] if own else []),
+                                          "--rope-filter", case.id]),
     }
 
 
