@@ -29,6 +29,10 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "flash-attn": "conformance.backends.flash_attn:FlashAttnBackend",
     "vllm": "conformance.backends.vllm:VLLMBackend",
     "transformer-engine": "conformance.backends.transformer_engine:TransformerEngineBackend",
+    # ONNX RotaryEmbedding (conformance/backends/onnxruntime.py, onnx_reference.py)
+    "onnxruntime": "conformance.backends.onnxruntime:OnnxRuntimeBackend",
+    "onnxruntime-contrib": "conformance.backends.onnxruntime:OnnxRuntimeContribBackend",
+    "onnx-reference": "conformance.backends.onnx_reference:OnnxReferenceBackend",
 }
 
 #: The distributions each built-in backend runs on (their versions head every report; a user
@@ -52,4 +56,7 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "flash-attn": ("torch", "flash-attn"),
     "vllm": ("torch", "vllm"),
     "transformer-engine": ("torch", "transformer-engine"),
+    "onnxruntime": ("onnx", "onnxruntime"),
+    "onnxruntime-contrib": ("onnx", "onnxruntime"),
+    "onnx-reference": ("onnx",),
 }
