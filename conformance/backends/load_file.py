@@ -97,9 +97,10 @@ def _module_names(stem: str) -> Any:
         n += 1
 
 
-def _exec_file(path: Path, selector: str) -> ModuleType:
+def _exec_file(path: Path, selector: str, shown: str | None = None) -> ModuleType:
+    shown = shown or str(path)
     if not path.is_file():
-        raise LoadError(f"backend {selector!r}: file {path} not found (current directory {Path.cwd()})")
+        raise LoadError(f"backend {selector!r}: file {shown} not found (current directory {Path.cwd()})")
     resolved = path.resolve()
     for name in _module_names(resolved.stem):
         existing = sys.modules.get(name)
@@ -109,7 +110,7 @@ def _exec_file(path: Path, selector: str) -> ModuleType:
             return existing
     spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:
-        raise LoadError(f"backend {selector!r}: {path} cannot be loaded as a Python module")
+        raise LoadError(f"backend {selector!r}: {shown} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     folder = str(resolved.parent)
     if folder not in sys.path:
@@ -121,7 +122,7 @@ def _exec_file(path: Path, selector: str) -> ModuleType:
         sys.modules.pop(name, None)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        raise LoadError(f"backend {selector!r}: executing {path} raised {type(exc).__name__}: {exc}") from None
+        raise LoadError(f"backend {selector!r}: executing {shown} raised {type(exc).__name__}: {exc}") from None
     return module
 
 
@@ -165,7 +166,7 @@ def load_target(selector: str) -> Any:
     """The object ``selector`` names (see the module docstring); raises :class:`LoadError`."""
     where, attr = _split(selector)
     if is_file_selector(selector):
-        module = _exec_file(Path(where), selector)
+        module = _exec_file(Path(where), selector, where)
         return _attribute(module, attr, selector, f"file {where}")
     module = _import_module(where, selector)
     origin = getattr(module, "__file__", None)
@@ -175,4 +176,4 @@ def load_target(selector: str) -> Any:
 
 def file_candidates(path: str) -> list[str]:
     """The backend candidates (:func:`backend_candidates`) of the Python file ``path``."""
-    return backend_candidates(_exec_file(Path(path), path))
+    return backend_candidates(_exec_file(Path(path), path, path))
