@@ -27,9 +27,10 @@ def backend_libraries(backend: Any, selector: str | None) -> tuple[str, ...]:
     """The distributions ``backend`` runs on: its ``libraries`` attribute, else the built-in table."""
     from .backends.names import BACKEND_LIBRARIES
 
-    own = getattr(backend, "libraries", None)
-    if isinstance(own, (tuple, list)):
-        return tuple(str(x) for x in own)
+    for obj in (backend, getattr(backend, "inner", None)):  # a plain object is wrapped (resolve.Adapted)
+        own = getattr(obj, "libraries", None)
+        if isinstance(own, (tuple, list)):
+            return tuple(str(x) for x in own)
     return BACKEND_LIBRARIES.get(selector or "", ())
 
 
