@@ -300,9 +300,12 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         expected[name] = arr.astype(np.float64)
         if not np.isfinite(expected[name]).all():
             raise _fail(path, name, "non-finite", "expected outputs must be finite")
-    case_root = Path(root) if root is not None else path.parent.parent
-    default_id = path.parent.resolve().relative_to(case_root.resolve()).as_posix() if _inside(path.parent, case_root) else path.parent.name
-    case_id = doc.get("id", default_id or path.parent.resolve().name)
+    folder = path.parent.resolve()
+    try:
+        default_id = folder.relative_to(Path(root if root is not None else folder.parent).resolve()).as_posix()
+    except ValueError:  # the case lies outside root
+        default_id = folder.name
+    case_id = doc.get("id", default_id if default_id not in ("", ".") else folder.name)
     if not isinstance(case_id, str) or not case_id or any(ch.isspace() for ch in case_id):
         raise _fail(path, "id", case_id, "must be a non-empty string without spaces")
     flags = doc.get("flags", [])
@@ -315,14 +318,6 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         return GoldenCase(case_id, family, stage, spec, dtype, TIER, tuple(flags), {**inputs, **expected})
     except (ValueError, TypeError) as exc:
         raise UserCaseError(f"{path}: {exc}") from None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
 
 
 def _set_hash(files: list[Path], root: Path) -> str:

@@ -100,11 +100,15 @@ def contrib_model(dtype: str, spec: RopeSpec, heads: int) -> Any:
     return _model(node, inputs, output, {"": 23, "com.microsoft": 1})
 
 
+def _batch_seq(grid: tuple[int, ...]) -> tuple[int, int]:
+    """``(B, S)`` of the operator for a token grid: ``[B, T]`` stays, anything else is one row."""
+    b = grid[0] if len(grid) == 2 else 1
+    return b, (int(np.prod(grid)) // b if b else 0)
+
+
 def to_operator_layout(x: np.ndarray) -> np.ndarray:
     """``[B, T, H, D]`` or packed ``[N, H, D]`` (or any ``[..., H, D]``) -> ``input [B, H, S, D]``."""
-    grid = x.shape[:-2]
-    b = grid[0] if len(grid) == 2 else 1
-    s = int(np.prod(grid)) // max(b, 1) if grid else 1
+    b, s = _batch_seq(x.shape[:-2])
     return np.ascontiguousarray(np.swapaxes(x.reshape(b, s, *x.shape[-2:]), 1, 2))
 
 
@@ -113,15 +117,10 @@ def from_operator_layout(y: np.ndarray, like: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.swapaxes(np.asarray(y), 1, 2)).reshape(like.shape)
 
 
-def _grid_bs(x: np.ndarray) -> tuple[int, int]:
-    op = to_operator_layout(x[..., :1, :1]) if x.size else np.empty((1, 1, 0, 1))
-    return op.shape[0], op.shape[2]
-
-
 def apply_tables(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> tuple[np.ndarray, np.ndarray]:
     """Given tables ``[..., n]`` broadcast to ``x``'s tokens, as ``[B, S, n]`` in ``x``'s dtype."""
     grid = x.shape[:-2]
-    b, s = _grid_bs(x)
+    b, s = _batch_seq(grid)
     out = []
     for t in (cos, sin):
         full = np.broadcast_to(np.asarray(t), (*grid, spec.n_pairs))
