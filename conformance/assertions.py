@@ -5,12 +5,15 @@
     def test_my_kernel_conforms():
         assert_rope_conforms(MyBackend(), filter="forward/*/half/*")
 
-Raises ``AssertionError`` listing every FAIL/ERROR with its message, diagnosis and repro
-command; returns the :class:`~conformance.runner.RunReport` otherwise.
+Raises ``AssertionError`` listing every FAIL/ERROR as numpy.testing does (the mismatch
+fraction and the worst elements: index, position, actual, expected, bound), with the
+diagnosis and the repro command; returns the :class:`~conformance.runner.RunReport` otherwise.
+The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 __all__ = ["assert_rope_conforms"]
@@ -25,9 +28,14 @@ def assert_rope_conforms(
     profile: str | None = None,
     golden: str | None = None,
     xfail: str | None = None,
-    cases: Sequence[Any] | None = None,
+    cases: "str | os.PathLike[str] | Sequence[Any] | None" = None,
 ) -> Any:
-    """Run the selected golden cases on ``backend`` (object, short name or module:attr)."""
+    """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
+
+    ``cases``: a directory of your own cases (docs/user-cases.md; ``filter`` and ``dtypes``
+    select among them) or a sequence of :class:`~conformance.case.GoldenCase`; default: the
+    golden set (``golden``, ``tier``)."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     from .backends.resolve import resolve_backend
     from .cli_check import load_cases
     from .runner import RunOptions, run_cases
@@ -35,14 +43,22 @@ def assert_rope_conforms(
 
     obj = resolve_backend(backend)
     filters = [filter] if isinstance(filter, str) else list(filter or [])
-    selected = list(cases) if cases is not None else load_cases(golden, tier, filters, dtypes).cases
+    if isinstance(cases, (str, os.PathLike)):
+        from .cli_check import user_case_source
+
+        selected = user_case_source(os.fspath(cases), filters, dtypes).cases
+    elif cases is not None:
+        selected = list(cases)
+    else:
+        selected = load_cases(golden, tier, filters, dtypes).cases
     options = RunOptions(profile=profile, xfail=load_xfail(xfail) if xfail else None)
     report = run_cases(obj, selected, options)
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]
     if bad:
-        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed:"]
-        for r in bad:
-            diag = f"\n    {r.diagnosis['summary']}" if r.diagnosis else ""
-            lines.append(f"  {r.status} {r.id}: {r.message}{diag}")
+        from .failure_text import failure_text
+
+        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
+        lines += [f"note: {note}" for note in report.notes]
+        lines += [failure_text(r) for r in bad]
         raise AssertionError("\n".join(lines))
     return report

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from .case import DTYPES, TIERS, GoldenCase
 
-__all__ = ["add_parser", "run", "add_check_arguments", "load_cases", "CaseSource", "UsageError"]
+__all__ = ["add_parser", "run", "add_check_arguments", "load_cases", "user_case_source", "CaseSource", "UsageError"]
 
 
 class UsageError(ValueError):
@@ -41,6 +41,7 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tol", action="append", default=[], metavar="KEY=VALUE", help="override a profile constant, e.g. c_ang=16")
     p.add_argument("--golden", default=None, metavar="DIR", help="golden directory (default: env ROPEREF_GOLDEN or the repository's golden/)")
     p.add_argument("--outputs", default=None, metavar="DIR", help="judge output files written by a foreign program into an exported DIR")
+    p.add_argument("--cases", default=None, metavar="DIR", help="judge your own cases instead of the golden set: folders with case.json + .npy/.npz arrays (docs/user-cases.md)")
     p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures: 'PATTERN  reason' per line")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time")
     p.add_argument("--isolate", action="store_true", help="run the backend in a subprocess (segfaults and hangs become ERROR)")
@@ -107,6 +108,17 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
     return CaseSource(selected, info)
 
 
+def user_case_source(directory: str, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> CaseSource:
+    """``--cases DIR``: the user's own cases (:mod:`conformance.user_cases`), selected like golden ones."""
+    from .user_cases import UserCaseError, select_user_cases
+
+    try:
+        found = select_user_cases(directory, filters, dtypes)
+    except UserCaseError as exc:
+        raise UsageError(str(exc)) from None
+    return CaseSource(found.cases, found.info)
+
+
 # ----------------------------------------------------------------------------- progress
 
 
@@ -147,6 +159,8 @@ def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str
         base += ["--outputs", args.outputs]
     else:
         base += ["--backend", backend]
+    if args.cases:
+        base += ["--cases", args.cases]
     for flag in ("golden", "profile"):
         value = getattr(args, flag)
         if value:
@@ -172,6 +186,9 @@ def _check_args(args: argparse.Namespace) -> None:
             import matplotlib  # noqa: F401
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
+    if args.cases and (args.outputs or args.golden or args.tier != "smoke"):
+        other = "--outputs" if args.outputs else "--golden" if args.golden else f"--tier {args.tier}"
+        raise UsageError(f"--cases judges your own cases; it cannot be combined with {other}")
     if args.outputs and args.isolate:
         raise UsageError("--isolate runs a Python backend; it cannot be combined with --outputs")
 
@@ -224,6 +241,8 @@ def _run(args: argparse.Namespace) -> int:
     filters = list(args.filter)
     if args.outputs:
         source = backend.case_source(args.golden, args.tier, filters, args.dtype)
+    elif args.cases:
+        source = user_case_source(args.cases, filters, args.dtype)
     else:
         try:
             source = load_cases(args.golden, args.tier, filters, args.dtype)

@@ -1,11 +1,14 @@
 """pytest plugin (entry point ``pytest11: roperef``): every golden case as a test item.
 
     pytest --rope-backend mypkg.mod:Backend [--rope-filter PAT] [--rope-tier smoke|full]
-           [--rope-profile NAME|FILE.toml] [--rope-golden DIR] [--rope-xfail FILE]
+           [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR] [--rope-xfail FILE]
 
-Without ``--rope-backend`` the plugin adds nothing. Items are named by case id; FAIL/ERROR
-fail with the same message, diagnosis and repro command as ``roperef check``;
-NOT_SUPPORTED is a skip, XFAIL an xfail. Importing this module is cheap (no NumPy).
+Without ``--rope-backend`` the plugin adds no item and its header is one line (versions and
+``ROPEREF_*`` variables). Items are named by case id; FAIL/ERROR fail with the mismatch
+fraction, the worst elements (index, position, actual, expected, bound), the diagnosis and the
+repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. The report header (like
+array-api-tests') names the backend, library versions, dtypes, profile, golden set hash and
+``ROPEREF_*`` variables (:mod:`conformance.header`). Importing this module is cheap (no NumPy).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_collection_modifyitems", "RopeCaseItem"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_collection_modifyitems", "RopeCaseItem"]
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -24,6 +27,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--rope-tier", default="smoke", choices=("smoke", "full"))
     group.addoption("--rope-profile", default=None, help="tolerance profile name or .toml file")
     group.addoption("--rope-golden", default=None, help="golden directory")
+    group.addoption("--rope-cases", default=None, help="a directory of your own cases instead of the golden set (docs/user-cases.md)")
     group.addoption("--rope-xfail", default=None, help="expected-failure file")
 
 
@@ -47,8 +51,9 @@ class RopeCaseItem(pytest.Item):
         if res.status == "XFAIL":
             pytest.xfail(f"{res.xfail_reason} ({res.message})")
         if res.status in ("FAIL", "ERROR"):
-            diag = f"\n{res.diagnosis['summary']}" if res.diagnosis else ""
-            raise RopeFailure(f"{res.status} {res.id}: {res.message}{diag}\nrepro: {res.repro}")
+            from .failure_text import failure_text
+
+            raise RopeFailure(failure_text(res))
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, RopeFailure):
@@ -64,28 +69,61 @@ class _RopeCollector(pytest.Collector):
         return []
 
 
-def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
-    selector = config.getoption("--rope-backend")
-    if not selector:
-        return
+_STATE_KEY = "_roperef_state"
+
+
+def _load_state(config: Any) -> dict[str, Any]:
+    """Backend, profile, cases and expected failures of this session (raises pytest.UsageError)."""
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
-    from .cli_check import UsageError, load_cases
+    from .cli_check import UsageError, load_cases, user_case_source
     from .tolerance import default_profile_name, get_profile
     from .xfail import load_xfail
 
+    selector = config.getoption("--rope-backend")
     try:
         backend = resolve_backend(selector)
         profile = get_profile(config.getoption("--rope-profile"), (), default=default_profile_name(backend.capabilities))
         xf = config.getoption("--rope-xfail")
-        source = load_cases(config.getoption("--rope-golden"), config.getoption("--rope-tier"), config.getoption("--rope-filter"))
+        own = config.getoption("--rope-cases")
+        if own:
+            source = user_case_source(own, config.getoption("--rope-filter"))
+        else:
+            source = load_cases(config.getoption("--rope-golden"), config.getoption("--rope-tier"), config.getoption("--rope-filter"))
         xfail = load_xfail(xf) if xf else None
     except (BackendError, UsageError, ValueError, TypeError) as exc:
         raise pytest.UsageError(f"roperef: {exc}") from None
-    state = {
-        "backend": backend, "profile": profile, "xfail": xfail,
-        "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, "--rope-filter", case.id]),
+    return {
+        "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source,
+        "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, *(["--rope-cases", own] if own else []),
+                                          "--rope-filter", case.id]),
     }
+
+
+def pytest_configure(config: Any) -> None:
+    if config.getoption("--rope-backend", default=None):
+        setattr(config, _STATE_KEY, _load_state(config))
+
+
+def pytest_report_header(config: Any) -> list[str]:
+    from .header import distribution_version, header_lines, roperef_environment
+
+    state = getattr(config, _STATE_KEY, None)
+    if state is None:
+        env = roperef_environment()
+        return [f"roperef {distribution_version('roperef')}: no --rope-backend (no conformance items); "
+                + (", ".join(f"{k}={v}" for k, v in env.items()) or "no ROPEREF_* variable set")]
+    from .backends.base import declaration_notes
+
+    source = state["source"]
+    return header_lines(state["backend"], state["selector"], state["profile"], source.info,
+                        [c.dtype for c in source.cases], declaration_notes(state["backend"]))
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    state = getattr(config, _STATE_KEY, None)
+    if state is None:
+        return
     parent = _RopeCollector.from_parent(session, name="roperef")
-    items.extend(RopeCaseItem.from_parent(parent, name=c.id, case=c, state=state) for c in source.cases)
+    items.extend(RopeCaseItem.from_parent(parent, name=c.id, case=c, state=state) for c in state["source"].cases)

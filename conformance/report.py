@@ -71,7 +71,10 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
       f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
     if golden:
-        w(f"golden set {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
+        what = "your cases" if golden.get("tier") == "user" else "golden set"
+        w(f"{what} {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
+    for note in report.notes:
+        w(f"note: {note}\n")
     head = f"{'family':<10}" + "".join(f"{s:>14}" for s in STATUSES) + f"{'worst budget':>14}\n"
     w("\n" + head + "-" * (len(head) - 1) + "\n")
     for fam, counts in _family_rows(report):
@@ -92,6 +95,8 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
             w(f"  line {e['line']}: {e['pattern']} ({e['why']})\n")
+    if report.notes and not report.ok:
+        w("\n" + "".join(f"note: {note}\n" for note in report.notes))
     w("\n" + summary_line(report) + "\n")
 
 
@@ -102,7 +107,7 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
         "command": command,
         "environment": environment(),
         "golden": dict(golden or {}),
-        "backend": {"name": report.backend, "capabilities": report.capabilities},
+        "backend": {"name": report.backend, "capabilities": report.capabilities, "notes": list(report.notes)},
         "profile": report.profile,
         "summary": {"ok": report.ok, "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3)},
         "stale_xfails": report.stale_xfails,
@@ -158,8 +163,10 @@ def _md(text: str) -> str:
 
 def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
     lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
+    lines += [f"> **Note:** {_md(note)}" for note in report.notes] + ([""] if report.notes else [])
     if golden:
-        lines += [f"Golden set `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
+        what = "Your cases" if golden.get("tier") == "user" else "Golden set"
+        lines += [f"{what} `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
     lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)

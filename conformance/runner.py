@@ -25,6 +25,7 @@ import numpy as np
 
 from roperef.layout import pair_map
 
+from .backends.base import declaration_notes
 from .case import STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
 from .tolerance import Metrics, Profile, Resolved, bounds, compare, default_profile_name, get_profile, resolve
 from .xfail import XfailList
@@ -96,6 +97,7 @@ class RunReport:
     results: list[CaseResult] = field(default_factory=list)
     seconds: float = 0.0
     stale_xfails: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the backend's declaration notes (declaration_notes)
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -402,6 +404,7 @@ def run_cases(
         profile=profile.to_dict(),
         results=results,
         seconds=time.perf_counter() - t0,
+        notes=list(declaration_notes(backend)),
     )
     if options.xfail is not None:
         report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in results])

@@ -66,7 +66,7 @@ Profiles are data (:data:`PROFILES`); a custom profile is a TOML file with the s
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -390,6 +390,7 @@ class Metrics:
     worst: dict[str, Any]
     profile_positions: list[float] | None = None  # per-position max(error/bound), for plots
     profile_ratios: list[float] | None = None
+    worst_elements: list[dict[str, Any]] = field(default_factory=list)  # the WORST_K largest error/bound, worst first
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -399,6 +400,7 @@ class Metrics:
             "n_elements": self.n_elements,
             "n_over": self.n_over,
             "worst": self.worst,
+            "worst_elements": self.worst_elements,
         }
 
 
@@ -448,10 +450,38 @@ def _position_profile(case: GoldenCase, ratio: np.ndarray, limit: int = 2000) ->
     return uniq.tolist(), per.tolist()
 
 
+#: How many of the worst elements a comparison keeps (for failure messages).
+WORST_K = 5
+
+
+def _element(case: GoldenCase, name: str, shape: tuple[int, ...], k: int, err: np.ndarray, b: np.ndarray, e: np.ndarray, got: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
+    """Location and values of the flat element ``k`` of output ``name``."""
+    idx = np.unravel_index(k, shape) if len(shape) else ()
+    loc = _worst_location(case, name, tuple(int(i) for i in idx))
+    loc.update(
+        error=float(err.reshape(-1)[k]),
+        bound=float(b.reshape(-1)[k]),
+        expected=float(e.reshape(-1)[k]),
+        actual=float(got.reshape(-1)[k]),
+        budget=float(ratio.reshape(-1)[k]),
+    )
+    return loc
+
+
+def _top(ratio: np.ndarray, k: int) -> np.ndarray:
+    """Flat indices of the ``k`` largest ratios, largest first (ties: lowest index first)."""
+    flat = ratio.reshape(-1)
+    if flat.size <= k:
+        return np.argsort(-flat, kind="stable")
+    part = np.argpartition(-flat, k - 1)[:k]
+    return part[np.lexsort((part, -flat[part]))]
+
+
 def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *, with_profile: bool = True) -> Metrics:
     """Error metrics of ``actual`` against ``expected`` under ``bound`` (all float64-compatible)."""
     max_err, budget, num, den, n, over = 0.0, 0.0, 0.0, 0.0, 0, 0
     worst: dict[str, Any] = {}
+    elements: list[dict[str, Any]] = []
     prof = None
     for name, exp in expected.items():
         e = np.asarray(exp, dtype=np.float64)
@@ -467,20 +497,16 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         den += float(np.sum(e * e))
         if err.size:
             k = int(np.argmax(ratio))
-            idx = np.unravel_index(k, err.shape) if err.ndim else ()
             if float(ratio.reshape(-1)[k]) >= budget or not worst:
                 budget = float(ratio.reshape(-1)[k])
-                worst = _worst_location(case, name, tuple(idx))
-                worst.update(
-                    error=float(err.reshape(-1)[k]),
-                    bound=float(b.reshape(-1)[k]),
-                    expected=float(e.reshape(-1)[k]),
-                    actual=float(got.reshape(-1)[k]),
-                )
+                worst = _element(case, name, err.shape, k, err, b, e, got, ratio)
+                worst.pop("budget")
+            elements += [_element(case, name, err.shape, int(j), err, b, e, got, ratio) for j in _top(ratio, WORST_K)]
             max_err = max(max_err, float(err.max()))
             if with_profile and prof is None:
                 prof = _position_profile(case, ratio)
     nmse = num / den if den > 0 else (0.0 if num == 0 else math.inf)
+    elements.sort(key=lambda el: -el["budget"])
     return Metrics(
         max_abs_error=max_err,
         budget_used=budget,
@@ -490,6 +516,7 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         worst=worst,
         profile_positions=prof[0] if prof else None,
         profile_ratios=prof[1] if prof else None,
+        worst_elements=elements[:WORST_K],
     )
 
 

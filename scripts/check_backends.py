@@ -9,6 +9,9 @@ For each backend in ``conformance.backends.names.BUILTIN_BACKENDS`` it runs
 ``roperef check --backend NAME [--xfail conformance/backends/xfail/NAME.txt]
 --json REPORT_DIR/NAME.json`` and prints one line: exit code, time, counts.
 
+Backends in :data:`EXTRA_CASES` are also judged on those case directories (``roperef check --cases
+DIR``, same xfail file; reports in ``REPORT_DIR/cases/``, which make_backends_doc.py does not read).
+
 Exit 1 when any check exits non-zero (a FAIL or ERROR not in the backend's xfail file),
 or when a CPU backend judged no case at all (every case NOT_SUPPORTED usually means its
 library failed to install or import). GPU-only backends (:data:`GPU_ONLY`) may be all
@@ -26,6 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_ONLY = frozenset({"flash-attn", "flash-attn-triton", "vllm", "transformer-engine"})
+#: Case directories (docs/user-cases.md) judged besides the golden smoke tier, per backend.
+EXTRA_CASES: dict[str, tuple[str, ...]] = {
+    name: ("examples/onnx_rotary_cases", "examples/onnx_discrepancies")
+    for name in ("onnxruntime", "onnxruntime-contrib", "onnx-reference")
+}
 
 
 def xfail_file(name: str) -> Path | None:
@@ -53,26 +61,30 @@ def main(argv: list[str] | None = None) -> int:
     args.report_dir.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     for name in names:
-        report = args.report_dir / f"{name}.json"
-        cmd = [sys.executable, "-m", "conformance.cli", "check", "--backend", name, "--json", str(report)]
         xfail = xfail_file(name)
-        if xfail:
-            cmd += ["--xfail", str(xfail)]
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        seconds = time.perf_counter() - t0
-        counts: dict[str, int] = {}
-        if report.is_file():
-            counts = json.loads(report.read_text())["summary"]["counts"]
-        judged = sum(v for k, v in counts.items() if k != "NOT_SUPPORTED")
-        line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-        print(f"{name:<24} exit {done.returncode}  {seconds:6.1f} s  {line}", flush=True)
-        if done.returncode != 0:
-            failed.append(name)
-            print(done.stdout[-4000:] + done.stderr[-4000:], file=sys.stderr)
-        elif judged == 0 and name not in GPU_ONLY:
-            failed.append(name)
-            print(f"  {name}: no case judged (library missing or broken?)\n{done.stdout[-2000:]}", file=sys.stderr)
+        runs = [(args.report_dir / f"{name}.json", [], name)]
+        runs += [(args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}")
+                 for d in EXTRA_CASES.get(name, ())]
+        for report, extra, label in runs:
+            report.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, "-m", "conformance.cli", "check", "--backend", name, *extra, "--json", str(report)]
+            if xfail:
+                cmd += ["--xfail", str(xfail)]
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            seconds = time.perf_counter() - t0
+            counts: dict[str, int] = {}
+            if report.is_file():
+                counts = json.loads(report.read_text())["summary"]["counts"]
+            judged = sum(v for k, v in counts.items() if k != "NOT_SUPPORTED")
+            line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+            print(f"{label:<24} exit {done.returncode}  {seconds:6.1f} s  {line}", flush=True)
+            if done.returncode != 0:
+                failed.append(label)
+                print(done.stdout[-4000:] + done.stderr[-4000:], file=sys.stderr)
+            elif judged == 0 and name not in GPU_ONLY:
+                failed.append(label)
+                print(f"  {label}: no case judged (library missing or broken?)\n{done.stdout[-2000:]}", file=sys.stderr)
     if failed:
         print(f"backend checks failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -63,3 +63,66 @@ def test_assert_rope_conforms(golden):
     assert report.ok
     with pytest.raises(AssertionError, match="likely cause: positions rounded to bfloat16"):
         assert_rope_conforms(Buggy(bug="positions-bf16"), filter="long-odd", golden=golden)
+
+
+def test_report_header_names_backend_versions_profile_and_golden_hash(pytester, golden, monkeypatch):
+    monkeypatch.setenv("ROPEREF_TEST_MARKER", "on")
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    res = pytester.runpytest(*_plugin(), "--rope-backend", "emulated-fp32", "--rope-golden", golden, "-p", "no:cacheprovider")
+    from conformance.golden import load_golden
+
+    set_hash = load_golden(golden).set_hash
+    res.stdout.fnmatch_lines([
+        "roperef: backend emulated-fp32 (emulated-fp32); stages apply, backward, cos_sin, forward, inv_freq; angles float32, tables float32*",
+        "roperef: versions roperef *, numpy *, numba *, ml_dtypes *; backend libraries numpy *",
+        "roperef: dtypes declared bfloat16, float16, float32, float64; in the selected cases *",
+        "roperef: profile fp32-angles (angle dtype float32, table dtype backend, c_out=2 c_tab=4 c_ang=8*",
+        f"roperef: cases * from {golden}; golden set hash {set_hash}, tier smoke",
+        "roperef: environment *ROPEREF_TEST_MARKER=on*",
+    ])
+
+
+def test_header_announces_an_undeclared_backend(pytester, golden):
+    pytester.makepyfile(plainmod="from roperef import reference\n"
+                                 "class Plain:\n"
+                                 "    def forward(self, x, positions, spec, cu_seqlens=None):\n"
+                                 "        return reference.forward(x, positions, spec)\n")
+    res = pytester.runpytest(*_plugin(), "--rope-backend", "plainmod:Plain", "--rope-golden", golden, "-p", "no:cacheprovider")
+    res.stdout.fnmatch_lines(["roperef: note: no capabilities declared: judged as a float64 engine with float64 tables*"])
+
+
+def test_header_without_backend_is_one_line(pytester, monkeypatch):
+    monkeypatch.delenv("ROPEREF_BACKEND", raising=False)
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    res = pytester.runpytest(*_plugin(), "-p", "no:cacheprovider")
+    res.stdout.fnmatch_lines(["roperef *: no --rope-backend (no conformance items); *"])
+
+
+def test_failure_message_shows_worst_elements_like_numpy_testing(golden):
+    with pytest.raises(AssertionError) as exc:
+        assert_rope_conforms(Buggy(bug="positions-bf16"), filter="long-odd", golden=golden)
+    text = str(exc.value)
+    assert "Mismatched elements: " in text and "%)" in text
+    header = next(line for line in text.splitlines() if line.strip().startswith("output"))
+    assert header.split() == ["output", "index", "position", "actual", "expected", "|err|", "bound", "budget"]
+    rows = text.splitlines()[text.splitlines().index(header) + 1:]
+    first = rows[0].split()
+    # index (b, t, h, c), position an int > 256 (bf16-rounded positions are exact below), budget > 1
+    assert first[0] == "y" and int(first[5]) > 256 and float(first[-1]) > 1
+    actual, expected, err = float(first[6]), float(first[7]), float(first[8])
+    assert abs(abs(actual - expected) - err) <= 5e-3 * err  # |err| is printed with 3 significant digits
+
+
+def test_assertion_helper_hides_its_frames(pytester, golden):
+    pytester.makepyfile(test_mine=f"""
+from conformance.assertions import assert_rope_conforms
+from wrong_backends import Buggy
+
+def test_kernel():
+    assert_rope_conforms(Buggy(bug="positions-bf16"), filter="long-odd", golden={golden!r})
+""")
+    res = pytester.runpytest("-p", "no:cacheprovider")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "assert_rope_conforms(Buggy(" in out  # the caller's line is shown
+    assert "raise AssertionError" not in out and "conformance/assertions.py" not in out  # the helper's is not

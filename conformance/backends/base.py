@@ -18,14 +18,14 @@ string, never raises, for anything outside the declared capabilities.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
 from ..case import DTYPES, FEATURES, STAGES, GoldenCase, case_features
 
-__all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages"]
+__all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages", "assumed_capabilities", "declaration_notes"]
 
 _ALL_FEATURES = frozenset(FEATURES)
 
@@ -80,12 +80,37 @@ def backend_stages(backend: object) -> frozenset[str]:
 
 @dataclass
 class BaseBackend:
-    """Convenience base: ``supports`` from the declared capabilities and :meth:`library_reason`;
-    subclasses add stage methods, override ``library_reason`` when they need an optional library
-    (or a GPU), and may extend ``supports`` with case-specific reasons (call ``super().supports(case)`` first)."""
+    """Convenience base: ``supports`` from the declared capabilities, :meth:`library_reason` and
+    :meth:`case_reason`. Subclasses add stage methods, override ``library_reason`` when they need an
+    optional library (or a GPU) and ``case_reason`` for case-specific limits the capabilities cannot
+    express; they need not override ``supports``.
 
-    name: str = "unnamed"
-    capabilities: Capabilities = field(default_factory=lambda: Capabilities(stages=frozenset()))
+    ``name`` and ``capabilities`` may be dataclass fields of a subclass, constructor arguments, or
+    plain class attributes (``class MyRope(BaseBackend): name = "my-rope"; capabilities =
+    Capabilities(...)``): a value left at its default is taken from the class. With no declaration
+    at all, ``capabilities`` are assumed (the stages the class implements, float64 angles and
+    tables, everything else supported) and :func:`declaration_notes` says so in every report."""
+
+    name: str = None  # type: ignore[assignment]  # None: the class attribute, else the class name
+    capabilities: Capabilities = None  # type: ignore[assignment]  # None: the class attribute, else assumed
+
+    def __post_init__(self) -> None:
+        cls = type(self)
+        if self.name is None:
+            declared = getattr(cls, "name", None)
+            self.name = declared if isinstance(declared, str) and declared else cls.__name__
+        if self.capabilities is None:
+            declared = getattr(cls, "capabilities", None)
+            if isinstance(declared, Capabilities):
+                self.capabilities = declared
+            else:
+                self.capabilities = assumed_capabilities(self)
+                self.capabilities_assumed = True
+        elif not isinstance(self.capabilities, Capabilities):
+            raise TypeError(
+                f"{cls.__name__}.capabilities={self.capabilities!r}: must be a "
+                "conformance.backends.base.Capabilities"
+            )
 
     def supports(self, case: GoldenCase) -> "bool | str":
         caps = self.capabilities
@@ -100,8 +125,53 @@ class BaseBackend:
         missing = sorted(case_features(case) - caps.features)
         if missing:
             return f"needs {', '.join(missing)}"
-        return self.library_reason() or True
+        return self.library_reason() or self.case_reason(case) or True
 
     def library_reason(self) -> "str | None":
         """Why the implementation cannot run here at all (library not installed, no GPU), or None."""
         return None
+
+    def case_reason(self, case: GoldenCase) -> "str | None":
+        """Why this particular case cannot be expressed (beyond the capabilities), or None.
+
+        Called only after the capabilities and :meth:`library_reason` accepted the case, so it may
+        import the library."""
+        return None
+
+
+def assumed_capabilities(backend: object) -> Capabilities:
+    """What the judge assumes for a backend that declares no ``capabilities``: the stages it
+    implements, every pairing, dtype, scaling type and feature, and angle/table dtypes and the
+    attention factor from plain attributes ``angle_dtype``, ``table_dtype``,
+    ``applies_attention_factor`` if it has them (float64, float64, True otherwise)."""
+    return Capabilities(
+        stages=backend_stages(backend),
+        angle_dtype=str(getattr(backend, "angle_dtype", "float64")),
+        table_dtype=str(getattr(backend, "table_dtype", "float64")),
+        applies_attention_factor=bool(getattr(backend, "applies_attention_factor", True)),
+    )
+
+
+def declaration_notes(backend: object) -> tuple[str, ...]:
+    """Sentences for the report header when the backend's declaration may mislead the verdicts:
+    capabilities assumed rather than declared, no stage declared, declared stages without a method."""
+    caps = getattr(backend, "capabilities", None)
+    if not isinstance(caps, Capabilities):
+        return ()
+    notes = []
+    if getattr(backend, "capabilities_assumed", False):
+        notes.append(
+            f"no capabilities declared: judged as a {caps.angle_dtype} engine with {caps.table_dtype} tables "
+            f"(stages {', '.join(s for s in STAGES if s in caps.stages) or 'none'}; every pairing, dtype, "
+            "scaling and feature assumed supported); declare Capabilities(...) if that is not what it "
+            "computes (docs/writing-a-backend.md)"
+        )
+    if not caps.stages:
+        notes.append("declared capabilities are empty (no stage): every case will be NOT_SUPPORTED")
+    elif not getattr(backend, "call_case", None):
+        lacking = [s for s in STAGES if s in caps.stages and s not in backend_stages(backend)]
+        if lacking:
+            notes.append(
+                f"declared stage(s) {', '.join(lacking)} have no method of that name: those cases are NOT_SUPPORTED"
+            )
+    return tuple(notes)

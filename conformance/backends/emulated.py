@@ -71,6 +71,7 @@ class Float32Emulation(BaseBackend):
                 table_dtype=self.tables,
                 notes=f"float32 inv_freq and angles; tables in {self.tables}",
             )
+        super().__post_init__()
 
     # -- pieces
     def _tables(self, spec: RopeSpec, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

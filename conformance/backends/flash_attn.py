@@ -51,17 +51,14 @@ class FlashAttnBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return gpu_reason("flash_attn")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         if case.spec.head_dim > 256:
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):
             x = case.arrays.get("x", case.arrays.get("grad"))
             if sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens")) is None:
                 return "positions must be p0 + arange(len) per sequence (seqlen_offsets)"
-        return True
+        return None
 
     def apply(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> np.ndarray:
         from flash_attn.layers.rotary import apply_rotary_emb

@@ -103,10 +103,7 @@ class FlashAttnTritonBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return missing("torch", "triton")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         if missing("flash_attn") and _source_file() is None:
             return kernel_module()  # type: ignore[return-value]
         import torch
@@ -119,7 +116,7 @@ class FlashAttnTritonBackend(BaseBackend):
             return reason
         if case.spec.head_dim > 256:
             return "flash-attn's rotary kernel supports head_dim <= 256"
-        return True
+        return None
 
     def apply(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> np.ndarray:
         ensure_triton_backend()

@@ -128,10 +128,7 @@ class HFBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return missing("torch", "transformers")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         fam = route(case.spec, self.forced_family)
         if isinstance(fam, str):
             return fam
@@ -144,7 +141,7 @@ class HFBackend(BaseBackend):
                 return f"GPT-J indexes a table of max_position_embeddings rows: positions must be in [0, {rows})"
         if fam.vision and "varlen" in case_features(case):
             return "HF vision rotary takes (h, w) per token, no cu_seqlens"
-        return True
+        return None
 
     def _family(self, spec: RopeSpec) -> Family:
         fam = route(spec, self.forced_family)

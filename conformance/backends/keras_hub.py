@@ -119,10 +119,7 @@ class KerasHubBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return _keras_backend_reason()
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         sc, spec = case.spec.scaling, case.spec
         if sc.type == "yarn":
             if sc.attention_factor is not None:
@@ -135,7 +132,7 @@ class KerasHubBackend(BaseBackend):
             return "LlamaRotaryEmbedding has no denominator_dim"
         if not positions_fit_int32(case.positions):
             return "positions beyond int32 (JAX default integer width)"
-        return True
+        return None
 
     def _fn(self, spec: RopeSpec, dtype: str, backward: bool) -> Any:
         def build() -> Any:

@@ -76,10 +76,7 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
     def library_reason(self) -> "str | None":
         return missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         if case.dtype == "bfloat16" and interpreted():
             return "Triton interpreter (CPU): bfloat16 arithmetic is wrong in triton 3.9 (docs/backends-torch.md)"
         if case.stage != "apply":
@@ -89,7 +86,7 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
             fam = route(case.spec)
             if isinstance(fam, str) or fam.key not in _FAMILIES:
                 return "tables come from HF Llama/GPT-NeoX/Phi-3/Gemma rotary modules; none matches this spec"
-        return True
+        return None
 
     # ---- kernel call ------------------------------------------------------------------------
     @staticmethod

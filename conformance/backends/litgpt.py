@@ -56,14 +56,11 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
     def library_reason(self) -> "str | None":
         return missing("torch", "litgpt")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         sc = case.spec.scaling
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"
-        return cache_rows_reason(case.positions) or True
+        return cache_rows_reason(case.positions)
 
     # ---- cache ------------------------------------------------------------------------------
     @staticmethod

@@ -118,12 +118,9 @@ class MlxBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return missing_modules("mlx")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         offs = case_offsets(case)
-        return offs if isinstance(offs, str) else True
+        return offs if isinstance(offs, str) else None
 
     def _rope(self, spec: RopeSpec, seq_len: int) -> Any:
         import mlx.core as mx

@@ -71,10 +71,7 @@ class MlxLmBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return missing_modules("mlx", "mlx_lm")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         offs = case_offsets(case)
         if isinstance(offs, str):
             return offs
@@ -82,7 +79,7 @@ class MlxLmBackend(BaseBackend):
             return "DynamicNTKScalingRoPE takes a scalar offset (its length is T + offset)"
         if case.spec.scaling.type == "proportional" and case.spec.rotary_dim != case.spec.head_dim:
             return "ProportionalRoPE rotates the whole head (dims = head_dim)"
-        return True
+        return None
 
     def _rope(self, spec: RopeSpec, scalar_offset: bool) -> Any:
         from mlx_lm.models.rope_utils import initialize_rope

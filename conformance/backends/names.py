@@ -6,7 +6,7 @@ that adapter; an unknown name is an error listing these.
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_BACKENDS"]
+__all__ = ["BUILTIN_BACKENDS", "BACKEND_LIBRARIES"]
 
 BUILTIN_BACKENDS: dict[str, str] = {
     "numpy": "conformance.backends.numpy_backend:NumpyBackend",
@@ -29,4 +29,34 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "flash-attn": "conformance.backends.flash_attn:FlashAttnBackend",
     "vllm": "conformance.backends.vllm:VLLMBackend",
     "transformer-engine": "conformance.backends.transformer_engine:TransformerEngineBackend",
+    # ONNX RotaryEmbedding (conformance/backends/onnxruntime.py, onnx_reference.py)
+    "onnxruntime": "conformance.backends.onnxruntime:OnnxRuntimeBackend",
+    "onnxruntime-contrib": "conformance.backends.onnxruntime:OnnxRuntimeContribBackend",
+    "onnx-reference": "conformance.backends.onnx_reference:OnnxReferenceBackend",
+}
+
+#: The distributions each built-in backend runs on (their versions head every report; a user
+#: backend may list its own in a ``libraries`` attribute).
+BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
+    "numpy": ("numpy",),
+    "numba": ("numba",),
+    "emulated-fp32": ("numpy",),
+    "keras-hub": ("jax", "keras", "keras-hub"),
+    "penzai": ("jax", "penzai"),
+    "mlx": ("mlx",),
+    "mlx-lm": ("mlx", "mlx-lm"),
+    "hf": ("torch", "transformers"),
+    "hf-gptj": ("torch", "transformers"),
+    "torchtune": ("torch", "torchtune"),
+    "torchtune-qwen2": ("torch", "torchtune"),
+    "rotary-embedding-torch": ("torch", "rotary-embedding-torch"),
+    "litgpt": ("torch", "litgpt"),
+    "liger": ("torch", "triton", "liger-kernel"),
+    "flash-attn-triton": ("torch", "triton", "flash-attn"),
+    "flash-attn": ("torch", "flash-attn"),
+    "vllm": ("torch", "vllm"),
+    "transformer-engine": ("torch", "transformer-engine"),
+    "onnxruntime": ("onnx", "onnxruntime"),
+    "onnxruntime-contrib": ("onnx", "onnxruntime"),
+    "onnx-reference": ("onnx",),
 }

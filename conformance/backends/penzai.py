@@ -68,13 +68,10 @@ class PenzaiBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return missing_modules("jax", "penzai")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         if not positions_fit_int32(case.positions):
             return "positions beyond int32 (JAX default integer width)"
-        return True
+        return None
 
     def _fn(self, spec: RopeSpec, backward: bool) -> Any:
         def build() -> Any:

@@ -4,26 +4,29 @@ A selector is, in order of precedence:
 
 1. an object (already a backend): used as is;
 2. a short name from :data:`conformance.backends.names.BUILTIN_BACKENDS` (``numpy``, ``numba``, ...);
-3. ``module:attr`` (or ``module.attr``-free ``module:attr.sub``) naming user code: a class
-   (instantiated with no arguments), a factory function (called with no arguments) or an
-   instance;
+3. ``path/to/file.py:Name`` or ``module:Name`` (``Name`` may be ``Outer.inner``) naming user
+   code: a class (instantiated with no arguments), a factory function (called with no
+   arguments) or an instance. A module in the current directory imports without ``PYTHONPATH``
+   (:mod:`conformance.backends.load_file`);
 4. nothing: the environment variable ``ROPEREF_BACKEND``, else ``default``.
 
 Objects without ``capabilities`` or ``supports`` are wrapped by :class:`Adapted`, which
-declares the stages the object implements (float64 angles unless the object has
-``angle_dtype``/``table_dtype`` attributes). An object with no stage at all is an error.
+assumes the stages the object implements and float64 angles and tables unless the object has
+``angle_dtype``/``table_dtype`` attributes (:func:`conformance.backends.base.assumed_capabilities`);
+reports announce the assumption (:func:`conformance.backends.base.declaration_notes`). An
+object with no stage at all is an error.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..case import STAGES, GoldenCase
-from .base import BaseBackend, Capabilities, backend_stages
+from .base import BaseBackend, Capabilities, assumed_capabilities, backend_stages
+from .load_file import LoadError, file_candidates, load_target
 from .names import BUILTIN_BACKENDS
 
 __all__ = ["BackendError", "resolve_backend", "describe_selector", "ENV_VAR", "Adapted"]
@@ -56,21 +59,10 @@ class Adapted(BaseBackend):
 
 
 def _import(selector: str) -> Any:
-    module_name, _, attr = selector.partition(":")
-    if not module_name or not attr:
-        raise BackendError(f"backend {selector!r}: expected a short name ({', '.join(BUILTIN_BACKENDS)}) or module:attr")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise BackendError(f"backend {selector!r}: cannot import module {module_name!r} ({exc})") from None
-    except Exception as exc:  # noqa: BLE001 - user code failing at import is reported, not raised
-        raise BackendError(f"backend {selector!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise BackendError(f"backend {selector!r}: module {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj
+        return load_target(selector)
+    except LoadError as exc:
+        raise BackendError(str(exc)) from None
 
 
 def _instantiate(obj: Any, selector: str, options: Mapping[str, Any]) -> Any:
@@ -97,15 +89,14 @@ def _adapt(obj: Any, selector: str) -> Any:
                 pass
         return obj
     caps = getattr(obj, "capabilities", None)
-    if not isinstance(caps, Capabilities):
-        caps = Capabilities(
-            stages=stages,
-            angle_dtype=str(getattr(obj, "angle_dtype", "float64")),
-            table_dtype=str(getattr(obj, "table_dtype", "float64")),
-            applies_attention_factor=bool(getattr(obj, "applies_attention_factor", True)),
+    if caps is not None and not isinstance(caps, Capabilities):
+        raise BackendError(
+            f"backend {selector!r}: its capabilities={caps!r} is not a conformance.backends.base.Capabilities"
         )
     name = str(getattr(obj, "name", "") or selector)
-    return Adapted(name=name, capabilities=caps, inner=obj)
+    adapted = Adapted(name=name, capabilities=caps or assumed_capabilities(obj), inner=obj)
+    adapted.capabilities_assumed = caps is None
+    return adapted
 
 
 def describe_selector(selector: Any) -> str:
@@ -124,9 +115,17 @@ def resolve_backend(selector: Any = None, *, default: str = "numba", options: Ma
         target = BUILTIN_BACKENDS[selector]
     elif ":" in selector:
         target = selector
+    elif selector.endswith(".py"):
+        try:
+            found = file_candidates(selector)
+        except LoadError as exc:
+            raise BackendError(str(exc)) from None
+        names = ", ".join(found) or "none (no class, function or instance with a stage method)"
+        raise BackendError(f"backend {selector!r}: name the backend in the file as {selector}:Name; candidates in it: {names}")
     else:
         raise BackendError(
-            f"unknown backend {selector!r}: expected one of {', '.join(sorted(BUILTIN_BACKENDS))} or module:attr"
+            f"unknown backend {selector!r}: expected one of {', '.join(sorted(BUILTIN_BACKENDS))}, "
+            "path/to/file.py:Name or module:Name"
         )
     obj = _instantiate(_import(target), selector, options)
     return _adapt(obj, selector)

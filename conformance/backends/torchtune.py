@@ -64,11 +64,8 @@ class TorchtuneBackend(TorchFunctionStages, BaseBackend):
     def library_reason(self) -> "str | None":
         return missing("torch", "torchtune")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
-        return cache_rows_reason(case.positions) or True
+    def case_reason(self, case: GoldenCase) -> "str | None":
+        return cache_rows_reason(case.positions)
 
     # ---- the module -------------------------------------------------------------------------
     def _module(self, spec: RopeSpec, rows: int) -> Any:

@@ -53,17 +53,14 @@ class TransformerEngineBackend(BaseBackend):
     def library_reason(self) -> "str | None":
         return gpu_reason("transformer_engine")
 
-    def supports(self, case: GoldenCase) -> "bool | str":
-        base = super().supports(case)
-        if base is not True:
-            return base
+    def case_reason(self, case: GoldenCase) -> "str | None":
         x = case.arrays.get("x", case.arrays.get("grad"))
         offs = sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:
             return "positions must be p0 + arange(len) per sequence"
         if offs.any() and not self._has_start_positions():
             return "this TransformerEngine release has no start_positions: positions must start at 0"
-        return True
+        return None
 
     @staticmethod
     def _has_start_positions() -> bool:
