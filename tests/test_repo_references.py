@@ -49,7 +49,9 @@ def _exists(path: str) -> bool:
     a placeholder in capitals (``xfail/NAME.txt``) stands for any file of that folder."""
     if re.search(r"/[A-Z][A-Z_]+(\.\w+)?$", path):
         return (ROOT / path.rsplit("/", 1)[0]).is_dir()
-    clean = path.rstrip(".").split("*")[0].split("{")[0].split("<")[0].rstrip("/")
+    if "*" in path:
+        return any(ROOT.glob(path))
+    clean = path.rstrip(".").split("{")[0].split("<")[0].rstrip("/")
     candidates = [clean, clean + ".py"]
     if clean.endswith((".py", ".md", ".txt", ".json", ".sh", ".c", ".toml")):
         candidates = [clean]
