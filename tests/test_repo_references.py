@@ -25,7 +25,7 @@ TEXT_SUFFIXES = {".py", ".md", ".txt", ".toml", ".sh", ".json", ".c", ".cfg", ".
 OUTSIDE = re.compile(r"ROPE-SPEC\.md|\bDESIGN\.md|\.\./shared\b|/work/(?:main|shared)\b")
 MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 REPO_PATH = re.compile(
-    r"(?<![\w./:@-])((?:docs|roperef|conformance|tests|benchmarks|scripts|examples)/[\w./-]*[\w]"
+    r"(?<![\w./:@-])((?:docs|roperef|conformance|tests|benchmarks|scripts|examples)/[\w./*-]*[\w]"
     r"|golden/README\.md)"
 )
 
