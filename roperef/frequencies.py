@@ -149,7 +149,8 @@ def _llama3(spec: RopeSpec, seq_len: int | None) -> FreqResult:
     wavelen = 2.0 * math.pi / w
     low_wavelen, high_wavelen = l0 / a, l0 / b
     out = np.where(wavelen > low_wavelen, w / f, w)
-    sigma = (l0 / wavelen - a) / (b - a)
+    # b == a (Llama 4): no medium band but the boundary point itself, where both formulas give w
+    sigma = (l0 / wavelen - a) / (b - a) if b > a else np.ones_like(w)
     smooth = (1.0 - sigma) * out / f + sigma * out
     medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
     return np.where(medium, smooth, out), 1.0

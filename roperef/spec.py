@@ -161,11 +161,12 @@ class Scaling:
             slow = 1.0 if self.beta_slow is None else self.beta_slow
             if fast < slow:
                 bad("rope_scaling.beta_fast", fast, f"must be >= beta_slow={slow}")
-        if self.type == "llama3" and self.high_freq_factor <= self.low_freq_factor:  # type: ignore[operator]
+        if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:  # type: ignore[operator]
+            # equal factors (Llama 4) leave an empty middle band, as Meta's reference and transformers accept
             bad(
                 "rope_scaling.high_freq_factor",
                 self.high_freq_factor,
-                f"must be > low_freq_factor={self.low_freq_factor}",
+                f"must be >= low_freq_factor={self.low_freq_factor}",
             )
         if self.type == "longrope" and self.factor is None and self.max_position_embeddings is None:
             bad("rope_scaling.factor", None, "longrope needs factor or max_position_embeddings (factor = M / L0)")
