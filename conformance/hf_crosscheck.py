@@ -122,17 +122,18 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
     if truth.layers is None or not mr.layers:
         why = "transformers' config gives no per-layer list" if truth.layers is None else "the config gives no layer count"
         return Item("model", "layers", "SKIP", f"{len(mr.layers)} layers", "-", why)
-    single = text["text"] if list(text) == ["text"] else None
+    single = text["text"] if [k for k in text if k != "indexer"] == ["text"] else None
     mine = [None if n is None else names.get(n, n) for n in mr.layers]
     theirs = list(truth.layers)
     if len(mine) != len(theirs):
         return Item("model", "layers", "DIFFER", f"{len(mine)} layers", f"{len(theirs)} layers")
     diff = []
     for i, (a, b) in enumerate(zip(mine, theirs)):
-        spec_a = None if a is None else text.get(a)
-        spec_b = None if b is None else (text.get(b) or single)
-        if (a is None) != (b is None) or spec_a != spec_b:
+        if (a is None) != (b is None):
             diff.append(i)
+        elif a is not None and not b.startswith("?"):  # "?kind": HF maps the layer type to an entry in code
+            if text.get(a) != (text.get(b) or single):
+                diff.append(i)
     count = sum(x is None for x in mine)
     if diff:
         i = diff[0]
@@ -142,11 +143,44 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
                 f"{len(theirs)} layers, {sum(x is None for x in theirs)} without RoPE")
 
 
+def _in_library(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A remote-code config re-labelled as the transformers family its code copies (REMOTE_FAMILIES)."""
+    from roperef.hf_quirks import REMOTE_FAMILIES
+
+    for path in ("text_config", None):
+        level = data.get(path) if path else data
+        if not isinstance(level, dict):
+            continue
+        family = REMOTE_FAMILIES.get(str(level.get("model_type")))
+        if family is not None and family.in_library:
+            moved = {**level, "model_type": family.in_library}
+            note = (f"{level['model_type']} is remote code; compared with transformers' {family.in_library}, "
+                    "the family its code copies")
+            if path:
+                wrapper = data.get("model_type")
+                if wrapper not in _shipped():
+                    return moved, note  # the wrapper is remote too: check the text model on its own
+                return {**data, path: moved}, note
+            return moved, note
+    top = data.get("model_type")
+    text = data.get("text_config")
+    if top not in _shipped() and isinstance(text, dict) and text.get("model_type") in _shipped():
+        return text, f"{top} is remote code; its text_config ({text['model_type']}) is compared on its own"
+    return data, ""
+
+
+def _shipped() -> set[str]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return set(CONFIG_MAPPING_NAMES)
+
+
 def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
                 overrides: Mapping[str, Any] | None = None) -> CrossCheck:
     """Compare roperef's reading of ``config`` (a parsed config.json) with transformers' modules."""
     mr = model_rope(config, quirks=quirks, overrides=overrides)
     data, _ = apply_overrides(config, overrides)
+    data, copied = _in_library(data)
     names = {name: name.split(".", 1)[1] if name.startswith("text.") else name for name in mr.specs}
     text = {names[n]: s for n, s in mr.specs.items() if n != "vision"}
     try:
@@ -156,6 +190,9 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
                                                f"{type(exc).__name__}: {exc}"[:300]),))
     if not truth.shipped:
         return CrossCheck(mr.model_type, (), False, truth.notes)
+    if copied:
+        truth = HFTruth(truth.model_type, truth.shipped, truth.rope, truth.entries, truth.layers, truth.vision,
+                        truth.notes + (copied,))
     items: list[Item] = []
     yes = lambda b: "RoPE" if b else "no RoPE"  # noqa: E731
     if truth.rope is None:
@@ -165,17 +202,26 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
                           yes(truth.rope), (mr.no_rope or "") if not text else "; ".join(truth.notes)))
     if truth.rope and text:
         for label, entry in truth.entries.items():
-            spec = text.get(label) or (text["text"] if list(text) == ["text"] else None)
+            spec = text.get(label) or (text["text"] if [k for k in text if k != "indexer"] == ["text"] else None)
             if spec is None:
-                items.append(Item(label, "entry", "DIFFER", "no such entry", "an entry", entry.note))
+                unused = truth.layers is not None and mr.layers and label not in truth.layers and all(
+                    x is None or x.startswith("?") for x in truth.layers)
+                items.append(Item(label, "entry", "SKIP" if unused else "DIFFER", "no such entry", "an entry",
+                                  "no layer of this config uses it" if unused else entry.note))
                 continue
             items.extend(_freq_item(label, spec, entry))
             items.append(_pairing_item(label, spec, entry))
         if list(truth.entries) != ["text"]:
             for label in text:
-                if label not in truth.entries:
+                if label not in truth.entries and label != "indexer":
                     items.append(Item(label, "entry", "DIFFER", "an entry", "no such entry"))
         items.append(_layers_item(mr, truth, names, text))
+        if "indexer" in text:
+            spec = text["indexer"]
+            if truth.indexer is None:
+                items.append(Item("indexer", "pairing", "SKIP", spec.pairing, "-", "no single HF entry to probe with"))
+            else:
+                items.append(_pairing_item("indexer", spec, HFEntry("indexer", np.zeros(0), 1.0, truth.indexer)))
     if "vision" in mr.specs:
         if truth.vision is None:
             items.append(Item("vision", "inv_freq", "SKIP", "vision spec", "-", "no vision rotary class built from "

@@ -59,6 +59,8 @@ def evaluate(node: ast.AST, config: Any) -> Any:
             and base.value.id == "self")
         if is_config:
             return getattr(config, node.attr, None)
+        if isinstance(base, ast.Name) and base.id == "self" and hasattr(config, node.attr):
+            return getattr(config, node.attr)  # self.position_embedding_type = config.position_embedding_type
         return UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         if len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant):
@@ -95,39 +97,59 @@ def evaluate(node: ast.AST, config: Any) -> Any:
     return UNKNOWN
 
 
-def rotary_assignment(model_classes: list[type], config: Any) -> tuple[str | None, bool | None]:
-    """``(class name, built?)`` from ``self.rotary_emb = ...`` in a text model's ``__init__``.
+def rotary_assignment(classes: list[type], config: Any) -> tuple[str | None, bool | None]:
+    """``(class name, built?)`` from ``self.rotary_emb(eddings) = X(...)`` in the ``__init__`` of ``classes``.
 
-    ``built`` is False for ``X(config) if cond else None`` with a false ``cond``, None when the
-    condition cannot be evaluated; ``(None, None)`` when no model class assigns ``self.rotary_emb``.
+    ``if`` statements and ``X(config) if cond else None`` are followed when their condition evaluates:
+    ``built`` is False when the branch taken for this config builds nothing, None when a condition cannot
+    be evaluated; ``(None, None)`` when no class assigns a rotary attribute.
     """
-    for cls in model_classes:
+    for cls in classes:
         tree = _tree(cls.__init__) if "__init__" in vars(cls) else None
-        if tree is None:
+        if tree is None or not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
             continue
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                continue
-            target = node.targets[0]
-            if not (isinstance(target, ast.Attribute) and target.attr in ("rotary_emb", "rotary_embedding")):
-                continue
-            value = node.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-                return value.func.id, True
-            if isinstance(value, ast.IfExp):
-                cond = evaluate(value.test, config)
-                branch = value.body if cond else value.orelse
-                name = None
-                for part in (value.body, value.orelse):
-                    if isinstance(part, ast.Call) and isinstance(part.func, ast.Name):
-                        name = part.func.id
-                if cond is UNKNOWN:
-                    return name, None
-                built = isinstance(branch, ast.Call)
-                return name, built
-            if isinstance(value, ast.Constant) and value.value is None:
-                return None, False
+        found = _assignment(tree.body[0].body, config)
+        if found is not None:
+            return found
     return None, None
+
+
+def _assignment(stmts: list[ast.stmt], config: Any) -> tuple[str | None, bool | None] | None:
+    set_none = False  # ``self.rotary_emb = None`` first, maybe replaced under an ``if`` below
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            cond = evaluate(stmt.test, config)
+            if cond is UNKNOWN:
+                inner = _assignment(stmt.body, config) or _assignment(stmt.orelse, config)
+                if inner is not None:
+                    return inner[0], None
+                continue
+            inner = _assignment(stmt.body if cond else stmt.orelse, config)
+            if inner is not None:
+                return inner
+            other = _assignment(stmt.orelse if cond else stmt.body, config)
+            if other is not None:
+                return other[0], False  # only the branch not taken builds it
+            continue
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target = stmt.targets[0]
+        if not (isinstance(target, ast.Attribute) and target.attr in ("rotary_emb", "rotary_embedding",
+                                                                       "rotary_embeddings")):
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return value.func.id, True
+        if isinstance(value, ast.IfExp):
+            cond = evaluate(value.test, config)
+            name = next((part.func.id for part in (value.body, value.orelse)
+                         if isinstance(part, ast.Call) and isinstance(part.func, ast.Name)), None)
+            if cond is UNKNOWN:
+                return name, None
+            return name, isinstance(value.body if cond else value.orelse, ast.Call)
+        if isinstance(value, ast.Constant) and value.value is None:
+            set_none = True
+    return (None, False) if set_none else None
 
 
 def attention_apply_calls(attention: type, config: Any, names: set[str]) -> tuple[list[str], bool]:

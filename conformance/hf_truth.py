@@ -83,6 +83,7 @@ class HFTruth:
     layers: tuple[str | None, ...] | None = None
     vision: HFEntry | None = None
     notes: tuple[str, ...] = ()
+    indexer: Probe | None = None
 
 
 def _quiet() -> None:
@@ -164,10 +165,14 @@ def _text_rotary_class(modules: list[Any], text_cfg: Any) -> tuple[type | None, 
 
 
 def _rope_built(modules: list[Any], text_cfg: Any) -> bool | None:
+    """Does the text model (or its attention) build its rotary module for this config?"""
     model_classes = [c for c in hf_source.classes_named(modules, "Model") if hf_source.is_text_name(c.__name__)]
     prefix = _config_prefix(text_cfg)
     preferred = [c for c in model_classes if c.__name__ == f"{prefix}Model"] + model_classes
-    _, built = hf_source.rotary_assignment(preferred, text_cfg)
+    name, built = hf_source.rotary_assignment(preferred, text_cfg)
+    if name is None and built is None:  # built inside the attention (ESM)
+        attentions = [c for c in hf_source.classes_named(modules, "Attention") if hf_source.is_text_name(c.__name__)]
+        name, built = hf_source.rotary_assignment(attentions, text_cfg)
     return built
 
 
@@ -285,6 +290,21 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
     return Probe(name, width, True, pairing, start, lay, err, note)
 
 
+def indexer_apply(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
+    """The apply function a DSA ``*Indexer``'s ``forward`` calls (``None``: no indexer, or not one function)."""
+    funcs = {name: obj for mod in modules for name, obj in vars(mod).items()
+             if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and name.startswith("apply")
+             and ("rotary" in name or "rope" in name)}
+    for cls in hf_source.classes_named(modules, "Indexer"):
+        if "forward" not in vars(cls):
+            continue
+        called, _ = hf_source.attention_apply_calls(cls, text_cfg, set(funcs))
+        if len(called) == 1:
+            return funcs[called[0]], f"{cls.__name__}.forward calls {called[0]}"
+        return None, f"{cls.__name__}.forward calls {', '.join(called) or 'no apply function'}"
+    return None, "no indexer class"
+
+
 def _probe(fn: Any, fn_note: str, module: Any, label: str | None, spec: RopeSpec, w: np.ndarray,
            scale: float, per_label: bool) -> Probe:
     """Probe at roperef's head width; when the apply function only takes the rotated slice (the attention
@@ -383,6 +403,10 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
                        (f"{text_type}: the model does not build {cls.__name__} for this config",))
     module = cls(config=text_cfg)
     labels = _labels(module, text_cfg)
+    layers = _layers(text_cfg, labels)
+    if layers is not None and all(x is None for x in layers):
+        return HFTruth(model_type, True, False, {}, layers, vision,
+                       (f"{text_type}: no decoder layer is an attention layer that applies RoPE",))
     fn, fn_note = _apply_function(modules, text_cfg)
     entries: dict[str, HFEntry] = {}
     for label in labels or [None]:
@@ -394,4 +418,11 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
         else:
             probe = _probe(fn, fn_note, module, label, spec, w, s, bool(labels))
         entries[key] = HFEntry(key, w, s, probe, f"{cls.__name__} ({how})")
-    return HFTruth(model_type, True, True, entries, _layers(text_cfg, labels), vision, tuple(notes))
+    indexer = None
+    if "indexer" in specs and len(entries) == 1:
+        fn_i, note_i = indexer_apply(modules, text_cfg)
+        entry = next(iter(entries.values()))
+        indexer = (Probe("", 0, False, note=note_i) if fn_i is None else
+                   probe_apply(fn_i, module, None, specs["indexer"].head_dim, entry.inv_freq, entry.attention_scaling,
+                               None, note_i))
+    return HFTruth(model_type, True, True, entries, layers, vision, tuple(notes), indexer)

@@ -9,6 +9,8 @@ Layer types, in order of authority (the first the config gives):
    ``heavily_compressed_attention`` (DeepSeek V4, as transformers' ``_COMPRESS_RATIO_TO_LAYER_TYPE``);
 4. ``hybrid_override_pattern``: one character per layer, ``*`` attention, ``M`` Mamba, ``-``/``E`` MLP/MoE
    (Nemotron-H); ``layers_block_type``: ``attention`` / ``mamba`` ... per layer (Jamba-like);
+   ``block_types`` repeated over the layers (RecurrentGemma: ``attention`` = sliding, ``recurrent``);
+   ``attn_layer_indices`` (Bamba: attention at those indices, Mamba elsewhere);
 5. ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
    ``(i + 1) % P == 0``, else ``sliding_attention`` (transformers' Gemma 3 / Cohere 2 rule);
 6. otherwise every layer is ``full_attention``.
@@ -40,8 +42,14 @@ _PATTERN = {"*": "full_attention", "M": "mamba", "-": "mlp", "E": "moe"}
 
 
 def _count(c: Level) -> int | None:
-    return c.int_("num_hidden_layers") if c.has("num_hidden_layers") else (
-        c.int_("n_layer") if c.has("n_layer") else c.int_("num_layers") if c.has("num_layers") else None)
+    """Decoder layers: ``num_hidden_layers`` / ``n_layer`` / ``num_layers``. LongCat-Flash stacks two
+    attention blocks per ``num_layers`` (transformers' LongcatFlashConfig.num_hidden_layers = 2 * num_layers)."""
+    if c.model_type == "longcat_flash" and c.has("num_layers") and not c.given("num_hidden_layers"):
+        return 2 * c.int_("num_layers")  # type: ignore[operator]
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        if c.has(name):
+            return c.int_(name)
+    return None
 
 
 def layer_types(c: Level) -> tuple[str, ...]:
@@ -77,6 +85,13 @@ def layer_types(c: Level) -> tuple[str, ...]:
         return tuple("full_attention" if b == "attention" else b for b in blocks[:n])
     if n is None:
         return ()
+    cycle = c.str_list("block_types")
+    if cycle:  # RecurrentGemma: the list repeats over the layers; "attention" blocks are local (sliding)
+        names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
+        return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
+    if "attn_layer_indices" in c.data:  # Bamba: attention at these indices (null: none), Mamba elsewhere
+        at = set(c.int_list("attn_layer_indices", minimum=0) or [])
+        return tuple("full_attention" if i in at else "mamba" for i in range(n))
     period = c.raw("sliding_window_pattern")
     if period is not None and c.raw("sliding_window") is not None:
         p = c.int_("sliding_window_pattern")

@@ -29,10 +29,13 @@ def _pairing_set(kind: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class RemoteFamily:
-    """A remote-code family: its attention's pairing, and where that was read."""
+    """A remote-code family: its attention's pairing, where that was read, and the transformers model type
+    its code copies (``None``: none; ``roperef spec --against transformers`` compares with that one)."""
 
     pairing: str
     source: str
+    in_library: str | None = None
+    theta: float | None = None  # the code's base when the config has none
 
 
 #: Remote-code model types (not in transformers) and the modeling file each mirrors.
@@ -42,16 +45,23 @@ REMOTE_FAMILIES: Mapping[str, RemoteFamily] = MappingProxyType({
                                         "each head (rotary_dim = kv_channels // 2)"),
     "kimi_k2": RemoteFamily("adjacent_in_half_out", "moonshotai/Kimi-K2-Instruct modeling_deepseek.py (DeepSeek V3 "
                                                     "code): q.view(b, h, s, d // 2, 2).transpose(4, 3) before "
-                                                    "rotate_half"),
+                                                    "rotate_half", "deepseek_v3"),
+    "hunyuan": RemoteFamily("half", "tencent/Hunyuan-A13B-Instruct modeling_hunyuan.py: Llama's rotate_half; "
+                                    "transformers ports it as hunyuan_v1_moe", "hunyuan_v1_moe"),
+    "minimax_m3": RemoteFamily("half", "MiniMaxAI/MiniMax-M3 remote code, ported to transformers as the text "
+                                       "model of minimax_m3_vl (rotate_half on the first rotary_dim channels)",
+                               "minimax_m3_vl_text"),
     "nemotron-nas": RemoteFamily("half", "nvidia/Llama-3_3-Nemotron-Super-49B-v1 modeling_decilm.py: Llama's "
-                                         "rotate_half apply_rotary_pos_emb"),
+                                         "rotate_half apply_rotary_pos_emb", "llama"),
     "mimo": RemoteFamily("half", "XiaomiMiMo/MiMo-7B-Base modeling_mimo.py: Qwen2's rotate_half "
-                                 "apply_rotary_pos_emb"),
+                                 "apply_rotary_pos_emb", "qwen2"),
     "qwen": RemoteFamily("half", "Qwen/Qwen-7B modeling_qwen.py apply_rotary_pos_emb: rotate_half on the first "
                                  "rotary_pct of each head"),
-    "internlm2": RemoteFamily("half", "internlm/internlm2-chat-7b modeling_internlm2.py: Llama's rotate_half"),
-    "phi-msft": RemoteFamily("half", "microsoft/phi-2 (2023 remote code) modeling_phi.py _apply_rotary_emb: "
-                                     "x_rot[..., :rotary_dim // 2] and [..., rotary_dim // 2:] halves"),
+    "internlm2": RemoteFamily("half", "internlm/internlm2-chat-7b modeling_internlm2.py: Llama's rotate_half",
+                              "llama"),
+    "phi-msft": RemoteFamily("half", "microsoft/phi-2 (2023 remote code) modeling_phi.py RotaryEmbedding(base=10000) "
+                                     "and _apply_rotary_emb: x_rot[..., :rotary_dim // 2] and [..., rotary_dim // 2:] "
+                                     "halves", theta=10000.0),
 })
 
 #: vision model type -> 2-D RoPE form roperef models (``RopeSpec.vision``).
@@ -111,9 +121,8 @@ class HFQuirks:
     always_rope_interleave: frozenset[str] = _pairing_set("adjacent_in_half_out")
     yarn_means_longrope: frozenset[str] = _F({"phi3"})
     dynamic_alpha_means_ntk: bool = True
-    always_interleaved_mrope: frozenset[str] = _F({
-        "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_5", "qwen3_5_text",
-        "qwen3_5_moe", "qwen3_5_moe_text",
+    always_interleaved_mrope: frozenset[str] = fam.ALWAYS_INTERLEAVED_MROPE | _F({
+        "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe",
     })
     top_level_original_max_wins: bool = True
     original_max_falls_back_to_max: bool = False
@@ -133,6 +142,10 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "gemma3_text": _ro(head_dim=256, num_attention_heads=8, max_position_embeddings=131072,
                        rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, sliding_window_pattern=6),
     "gemma4_text": _ro(head_dim=256, global_head_dim=512, max_position_embeddings=131072),
+    # configuration_{diffusion_gemma,embedding_gemma2,gemma4_unified}.py: global_head_dim = 512 like Gemma 4
+    "diffusion_gemma_text": _ro(global_head_dim=512),
+    "embedding_gemma2_text": _ro(global_head_dim=512),
+    "gemma4_unified_text": _ro(global_head_dim=512),
     "gpt_neox": _ro(rotary_pct=0.25, rotary_emb_base=10000.0, max_position_embeddings=2048),
     "gptj": _ro(rotary_dim=64, n_positions=2048, n_embd=4096, n_head=16),
     "phi3": _ro(max_position_embeddings=4096, original_max_position_embeddings=4096),

@@ -114,6 +114,7 @@ def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, 
     reason = _no_rope_reason(c, ctx.known, pseudo)
     if reason is not None:
         return {}, (None,) * len(types), types, reason
+    _runtime_rescaling(c, ctx)
     section, where = _section(c)
     declared = _labels_declared(c, types)
     nested = nested_labels(section, declared)
@@ -132,7 +133,7 @@ def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, 
         for key, why in check_section_keys(where, section, PARAM_KEYS, IGNORABLE_KEYS):
             ctx.note(f"{key} ignored: {why}")
         specs, nulls = _flat_specs(section, where, c, ctx), set()
-    compress = "main" in specs and "compress" in specs and not nested
+    compress = "main" in specs and "compress" in specs
     flags = rope_flags(c, types)
     layers: list[str | None] = []
     for kind, use in zip(types, flags):
@@ -151,7 +152,49 @@ def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, 
         specs = {k: v for k, v in specs.items() if k in used}
         if not specs:
             return {}, tuple(layers), types, "no decoder layer applies RoPE (every layer is NoPE or not attention)"
+    indexer = _indexer(c, ctx, specs)
+    if indexer is not None:
+        specs["indexer"] = indexer
     return specs, tuple(layers), types, None
+
+
+def _indexer(c: Level, ctx: Context, specs: Mapping[str, RopeSpec]) -> RopeSpec | None:
+    """The RoPE of a sparse-attention indexer (DeepSeek V3.2 / GLM-5 DSA): the text RoPE on the index heads'
+    rope slice, paired as the family's indexer applies it (transformers hard-codes it per family:
+    :data:`~roperef.hf_families.INDEXER_PAIRING`), else as ``indexer_rope_interleave`` says."""
+    if not (c.has("index_n_heads") or c.has("index_topk")):
+        return None
+    if list(specs) != ["text"]:
+        ctx.note(f"{c.model_type}: the sparse-attention indexer's RoPE is not modelled (the model has several RoPEs)")
+        return None
+    flag = c.raw("indexer_rope_interleave")
+    if flag is not None and not isinstance(flag, bool):
+        bad(c.key("indexer_rope_interleave"), flag, "must be true or false", TypeError)
+    said = None if flag is None else ("adjacent_in_half_out" if flag else "half")
+    family = fam.INDEXER_PAIRING.get(c.model_type)
+    if family is not None:
+        if said is not None and said != family:
+            ctx.note(f"{c.key('indexer_rope_interleave')}={flag} not applied: transformers' {c.model_type} indexer "
+                     f"always pairs {family}")
+        pairing = family
+    elif said is not None:
+        pairing = said
+    else:
+        ctx.note(f"{c.model_type}: the sparse-attention indexer's RoPE is not modelled (no indexer_rope_interleave "
+                 "key and no known family rule)")
+        return None
+    return specs["text"].replace(pairing=pairing)
+
+
+def _runtime_rescaling(c: Level, ctx: Context) -> None:
+    """Keys of inference-time tricks outside the spec: said, never dropped silently (Qwen-1 remote code)."""
+    if c.raw("use_dynamic_ntk") is True:
+        limit = c.raw("seq_length") or c.raw("max_position_embeddings")
+        ctx.assume("use_dynamic_ntk", True, "Qwen-1 style per-length NTK rescaling of theta at inference is not "
+                   f"modelled: the spec is the RoPE of sequences up to seq_length={limit}")
+    if c.raw("use_logn_attn") is True:
+        ctx.note(f"{c.key('use_logn_attn')}=true scales queries by log(position) beyond seq_length: outside RoPE, "
+                 "not part of the spec")
 
 
 def _flat_specs(section: dict[str, Any], where: str, c: Level, ctx: Context) -> dict[str, RopeSpec]:
@@ -195,7 +238,8 @@ def _layer_theta(c: Level, layer: str) -> float | None:
 
 
 def _layer_head(c: Level, layer: str) -> int | None:
-    if c.model_type == "gemma4_text" and layer == "full_attention":
+    """Full-attention layers use ``global_head_dim`` when the config has one (Gemma 4 and its relatives)."""
+    if layer == "full_attention" and c.has("global_head_dim"):
         return c.int_("global_head_dim")
     return None
 

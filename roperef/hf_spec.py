@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from . import hf_families as fam
 from .errors import bad
 from .hf_keys import Level, clean, integer, number
 from .hf_model import Assumption
@@ -46,6 +47,8 @@ IGNORABLE_KEYS: Mapping[str, str] = {
     "finetuned": "a training annotation (YaRN configs); transformers does not read it",
     "max_position_embeddings": "transformers reads the top-level max_position_embeddings, not this copy",
     "rope_interleave": "read from the top level of the config",
+    "llama_4_scaling_beta": "scales queries by position (Llama 4 / Mistral 3 attention temperature "
+                            "1 + beta*log(1 + floor(p/L0))), outside RoPE; not part of the spec",
 }
 
 
@@ -69,12 +72,10 @@ class Context:
 
 
 def head_dim(c: Level, quirks: HFQuirks) -> int:
-    """D: ``qk_rope_head_dim`` (MLA), ``head_dim``, ``attention_head_dim``, ChatGLM ``kv_channels``, else
+    """D: ``qk_rope_head_dim`` (MLA), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
     ``hidden_size // num_attention_heads`` (also ``n_embd // n_head``, vision ``embed_dim`` / ``num_heads``)."""
     for name in ("qk_rope_head_dim", "head_dim", "attention_head_dim", "kv_channels"):
         if c.model_type == "pixtral" and name == "head_dim" and quirks.pixtral_head_dim_from_hidden:
-            continue
-        if name == "kv_channels" and c.model_type != "chatglm":
             continue
         if c.has(name):
             return c.int_(name)  # type: ignore[return-value]
@@ -223,7 +224,10 @@ def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: f
         return c.num("rotary_emb_base")  # type: ignore[return-value]
     if c.has("rope_theta"):
         return c.num("rope_theta")  # type: ignore[return-value]
-    if ctx.known == "unknown":
+    remote = REMOTE_FAMILIES.get(c.model_type)
+    if remote is not None and remote.theta is not None:
+        return remote.theta
+    if ctx.known == "unknown" or ctx.known == "remote":
         ctx.assume("rope_theta", 10000.0, "not in the config; 10000 is transformers' default_theta")
     return 10000.0
 
@@ -290,6 +294,8 @@ def _mrope(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks) -> tupl
     section = p.get("mrope_section")
     if section is None and "mrope_section" in MODEL_DEFAULTS.get(c.model_type, {}):
         section = MODEL_DEFAULTS[c.model_type]["mrope_section"]
+    if section is None:  # the section the family's rotary module uses when the config gives none
+        section = fam.DEFAULT_MROPE_SECTION.get(c.model_type)
     if section is None:
         return None, "chunked"
     if isinstance(section, (str, bytes)) or not isinstance(section, (list, tuple)):

@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from conformance import hf_source  # noqa: E402
 from conformance.hf_truth import (  # noqa: E402
-    _apply_function, _entry_tensors, _labels, _modeling_modules, _quiet, _text_config, _text_rotary_class, probe_apply,
+    _apply_function, _entry_tensors, _labels, _modeling_modules, _quiet, _text_config, _text_rotary_class, indexer_apply,
+    probe_apply,
 )
 
 OUT = ROOT / "roperef" / "hf_families.py"
@@ -62,7 +63,7 @@ def classify(model_type: str) -> tuple[str, tuple]:
     except Exception as exc:  # noqa: BLE001
         return "other", (f"AutoConfig.for_model raised {type(exc).__name__}",)
     text = _text_config(cfg)
-    if text is not cfg:
+    if text is not cfg and getattr(text, "model_type", None) != model_type:
         vision = getattr(getattr(cfg, "vision_config", None), "model_type", None)
         return "wrapper", (getattr(text, "model_type", None), vision)
     modules = _modeling_modules(model_type)
@@ -100,6 +101,43 @@ def nested_labels(model_type: str) -> tuple[str, ...]:
     return tuple(sorted(cfg.nested_rope_parameter_keys(params)))
 
 
+def indexer_pairing(model_type: str) -> str | None:
+    """The pairing a DSA indexer's apply function uses (probed on the rope slice), None without an indexer."""
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.for_model(model_type)
+    modules = _modeling_modules(model_type)
+    fn, note = indexer_apply(modules, cfg)
+    cls, _ = _text_rotary_class(modules, cfg)
+    if fn is None or cls is None:
+        return None
+    module = cls(config=cfg)
+    labels = _labels(module, cfg)
+    if labels:
+        return None
+    w, s = _entry_tensors(module, None)
+    probe = probe_apply(fn, module, None, 2 * len(w), w, s, None, note)
+    return probe.pairing if probe.found else None
+
+
+def mrope_facts(model_type: str) -> tuple[bool, tuple[int, ...] | None]:
+    """``(always interleaved, default mrope_section)`` read from the text rotary class's source: Qwen3-VL
+    style ``recomposition_frequencies`` (``length = mrope_section[dim] * 3``) interleaves whatever the
+    config says; ``rope_parameters.get("mrope_section", [a, b, c])`` is the default section."""
+    import re
+
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.for_model(model_type)
+    cls, _ = _text_rotary_class(_modeling_modules(model_type), cfg)
+    if cls is None:
+        return False, None
+    src = inspect.getsource(cls)
+    interleaved = "def recomposition_frequencies" in src and re.search(r"mrope_section\[\w+\]\s*\*\s*3", src) is not None
+    found = re.search(r'get\(\s*"mrope_section"\s*,\s*\[(\d+),\s*(\d+),\s*(\d+)\]\s*\)', src)
+    return interleaved, (tuple(int(g) for g in found.groups()) if found else None)
+
+
 def partial_in_default(model_type: str) -> bool:
     modules = _modeling_modules(model_type)
     found = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
@@ -113,6 +151,7 @@ def render() -> str:
     _quiet()
     warnings.filterwarnings("ignore")
     rope, none, other, wrappers, partial, labels = {}, [], {}, {}, [], {}
+    interleaved, sections, indexers = [], {}, {}
     for mt in sorted(CONFIG_MAPPING_NAMES):
         kind, data = classify(mt)
         if kind == "rope":
@@ -121,6 +160,13 @@ def render() -> str:
                 partial.append(mt)
             if nested_labels(mt):
                 labels[mt] = nested_labels(mt)
+            if indexer_pairing(mt):
+                indexers[mt] = indexer_pairing(mt)
+            always, section = mrope_facts(mt)
+            if always:
+                interleaved.append(mt)
+            if section:
+                sections[mt] = section
         elif kind == "none":
             none.append(mt)
         elif kind == "wrapper":
@@ -144,6 +190,11 @@ def render() -> str:
         "  ``partial_rotary_factor`` (every other model type rotates the whole head under ``default``).",
         "- :data:`NESTED_LABELS`: model types whose default ``rope_parameters`` is nested -> its entry labels",
         "  (a config of that type may nest by them without declaring ``layer_types``).",
+        "- :data:`ALWAYS_INTERLEAVED_MROPE`: model types whose rotary module interleaves mRoPE sections whatever",
+        "  ``mrope_interleaved`` says (Qwen3-VL style ``recomposition_frequencies``); :data:`DEFAULT_MROPE_SECTION`:",
+        "  the section the rotary module uses when the config gives none.",
+        "- :data:`INDEXER_PAIRING`: model types with a sparse-attention indexer (DSA) -> the pairing its apply",
+        "  function was observed to use (transformers hard-codes it per family).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -169,6 +220,14 @@ def render() -> str:
     lines += ["})", "", "NESTED_LABELS = MappingProxyType({"]
     for mt, names in labels.items():
         lines.append(f"    {mt!r}: {names!r},")
+    lines += ["})", "", "ALWAYS_INTERLEAVED_MROPE = frozenset({"]
+    lines += _wrap([repr(mt) for mt in interleaved])
+    lines += ["})", "", "DEFAULT_MROPE_SECTION = MappingProxyType({"]
+    for mt, sec in sections.items():
+        lines.append(f"    {mt!r}: {sec!r},")
+    lines += ["})", "", "INDEXER_PAIRING = MappingProxyType({"]
+    for mt, pairing in indexers.items():
+        lines.append(f"    {mt!r}: {pairing!r},")
     lines += ["})", ""]
     return "\n".join(lines)
 
