@@ -285,9 +285,9 @@ def _backward() -> Iterator[CaseRecipe]:
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
     """``explicit``, else env ``ROPEREF_PRESETS``, else the copy shipped in ``conformance/presets``.
 
-    The shipped copy (of the team's ``../shared/presets``) is what the checked-in golden
-    ``model`` cases were generated from, so a checkout needs nothing beside it;
-    ``tests/test_hf_configs.py`` reports when it drifts from ``../shared/presets``.
+    The shipped folder (the team's ``../shared/presets`` unchanged, plus the real configs added for
+    issue 12) is what the golden ``model`` cases are generated from, so a checkout needs nothing beside
+    it; ``tests/test_hf_configs.py`` checks the team's presets are shipped unchanged.
     """
     if explicit:
         return Path(explicit)
