@@ -310,7 +310,7 @@ def _model(directory: str | None) -> Iterator[CaseRecipe]:
 
     for path in files:
         resolved = model_rope(json.loads(path.read_text()))  # a model without RoPE has no spec: no case
-        specs = {("" if name == "text" else name): spec for name, spec in resolved.specs.items()}
+        specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)
         for key, spec in sorted(specs.items()):
             name = path.stem + (f"@{key}" if key else "")
             d = spec.head_dim

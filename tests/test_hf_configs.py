@@ -472,6 +472,10 @@ def test_llama4_equal_low_and_high_freq_factors():
     want = np.where(2 * np.pi / base > 8192, base / 16, base)
     np.testing.assert_allclose(w, want, rtol=1e-13)
     assert att == 1.0 and (want != base).any() and (want == base).any()
+    from conformance.conditioning import blend_conditioning
+
+    with np.errstate(all="raise"):  # no 0/0 from the empty band
+        assert not blend_conditioning(spec).any()
 
 
 def test_deepseek_v4_compress_rope_facts():
