@@ -71,6 +71,10 @@ VISION_FORMS_BY_TYPE: Mapping[str, str] = MappingProxyType({
     "qwen2_5_vl_vision": "qwen_vl",
     "qwen3_vl_vision": "qwen_vl",
     "qwen3_vl_moe_vision": "qwen_vl",
+    # transformers' Qwen3_5VisionRotaryEmbedding, VisionAttention and apply_rotary_pos_emb_vision are
+    # Qwen3-VL's (modeling_qwen3_5.py; only the deepstack mergers differ)
+    "qwen3_5_vision": "qwen_vl",
+    "qwen3_5_moe_vision": "qwen_vl",
 })
 
 
@@ -168,4 +172,6 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "qwen2_5_vl_vision": _ro(hidden_size=3584, num_heads=16, rope_theta=10000.0),
     "qwen3_vl_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
     "qwen3_vl_moe_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
+    "qwen3_5_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
+    "qwen3_5_moe_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
 })

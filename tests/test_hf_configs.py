@@ -95,7 +95,8 @@ EXPECTED.update({
     "llama-3.3-nemotron-super-49b-v1": {"": (8192 // 64, 128, "half", 5e5, "llama3", L31)},
     "qwen3-8b": {"": (128, 128, "half", 1e6, "default", {})},
     "qwen3-30b-a3b": {"": (128, 128, "half", 1e6, "default", {})},
-    "qwen3.5-27b": {"": (256, 64, "half", 1e7, "default", {})},  # rho 0.25 of 256
+    "qwen3.5-27b": {"text": (256, 64, "half", 1e7, "default", {}),  # rho 0.25 of 256
+                    "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
     "qwen3-vl-30b-a3b-instruct": {"text": (128, 128, "half", 5e6, "default", {}),
                                   "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
     # per layer type; full layers on global_head_dim 512 with proportional rho 0.25
@@ -124,7 +125,8 @@ MROPE = {"glm-4.5v": ((8, 12, 12), "chunked"), "qwen2.5-vl-7b-instruct": ((16, 2
          "qwen3-vl-32b-instruct": ((24, 20, 20), "interleaved"), "qwen3.5-27b": ((11, 11, 10), "interleaved"),
          "qwen3-vl-30b-a3b-instruct": ((24, 20, 20), "interleaved")}
 VISION = {"mistral-small-3.1-24b-instruct": "pixtral", "pixtral-12b": "pixtral",
-          "qwen2.5-vl-7b-instruct": "qwen_vl", "qwen3-vl-32b-instruct": "qwen_vl", "qwen3-vl-30b-a3b-instruct": "qwen_vl"}
+          "qwen2.5-vl-7b-instruct": "qwen_vl", "qwen3-vl-32b-instruct": "qwen_vl", "qwen3-vl-30b-a3b-instruct": "qwen_vl",
+          "qwen3.5-27b": "qwen_vl"}
 #: Assumptions a preset may carry (everything else resolves without one).
 ASSUMED = {"qwen-1.8b-chat": {"use_dynamic_ntk"}}
 
