@@ -40,9 +40,6 @@ NON_ATTENTION_LAYER_TYPES = frozenset({
     "linear_attention", "mamba", "mamba2", "conv", "ssm", "recurrent", "moe", "mlp", "deltanet", "gated_deltanet",
     "kda", "lightning_attention", "rwkv", "hyena",
 })
-#: Families whose tables are not a rotary module: (table function, config attribute of the width).
-_SINUSOID = {"gptj": ("create_sinusoidal_positions", "rotary_dim"),
-             "codegen": ("create_sinusoidal_positions", "rotary_dim")}
 _PROBE_POSITIONS = 256  # float32 angles stay within ~1.5e-5 of exact below this
 _PROBE_TOL = 1e-4
 
@@ -322,20 +319,6 @@ def _probe(fn: Any, fn_note: str, module: Any, label: str | None, spec: RopeSpec
                  "slices q), so the window start is not probed")
 
 
-def _sinusoid_entry(modules: list[Any], text_cfg: Any, model_type: str) -> HFEntry | None:
-    fn_name, attr = _SINUSOID[model_type]
-    for mod in modules:
-        fn = getattr(mod, fn_name, None)
-        if fn is not None:
-            width = getattr(text_cfg, attr, None) or text_cfg.hidden_size // text_cfg.num_attention_heads
-            table = fn(2, width).double().numpy()  # rows p = 0, 1: [sin(p w), cos(p w)]
-            n = table.shape[1] // 2
-            w = np.arctan2(table[1, :n], table[1, n:])
-            return HFEntry("text", w, 1.0, None, f"{fn_name}: w from the p = 1 row; the attention slices "
-                           f"x[..., :{attr}] and pairs (2j, 2j+1) (rotate_every_two), not probed")
-    return None
-
-
 def _layers(text_cfg: Any, labels: list[str]) -> tuple[str | None, ...] | None:
     """Per layer: the entry label (or ``text``), None for a layer without RoPE (HF's own config attributes)."""
     n = getattr(text_cfg, "num_hidden_layers", None)
@@ -390,10 +373,6 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
     modules = _modeling_modules(text_type) or _modeling_modules(model_type)
     notes: list[str] = []
     vision = _vision_entry(cfg, model_type) if "vision" in specs else None
-    if text_type in _SINUSOID:
-        entry = _sinusoid_entry(modules, text_cfg, text_type)
-        entries = {"text": entry} if entry is not None else {}
-        return HFTruth(model_type, True, entry is not None, entries, _layers(text_cfg, []), vision, tuple(notes))
     cls, how = _text_rotary_class(modules, text_cfg)
     if cls is None:
         return HFTruth(model_type, True, False, {}, None, vision, (f"{text_type}: {how}",))

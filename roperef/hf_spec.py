@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from . import hf_families as fam
@@ -43,13 +44,13 @@ PARAM_KEYS = frozenset({
     "high_freq_factor", "mscale", "mscale_all_dim", "truncate", "mrope_section", "mrope_interleaved", "alpha",
 })
 #: Keys published configs carry inside RoPE sections that do not change transformers' maths (reason).
-IGNORABLE_KEYS: Mapping[str, str] = {
+IGNORABLE_KEYS: Mapping[str, str] = MappingProxyType({
     "finetuned": "a training annotation (YaRN configs); transformers does not read it",
     "max_position_embeddings": "transformers reads the top-level max_position_embeddings, not this copy",
     "rope_interleave": "read from the top level of the config",
     "llama_4_scaling_beta": "scales queries by position (Llama 4 / Mistral 3 attention temperature "
                             "1 + beta*log(1 + floor(p/L0))), outside RoPE; not part of the spec",
-}
+})
 
 
 @dataclass
