@@ -297,18 +297,19 @@ def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def _model(directory: str | None) -> Iterator[CaseRecipe]:
-    """One forward case per spec of each real config (per layer type / text+vision), short and long."""
+    """One forward case per spec of each real config (per layer type / text+vision), short and long; a config
+    whose model has no RoPE (BERT, GPT-2, Nemotron-H, ...) has none."""
     folder = presets_dir(directory)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         warnings.warn(f"model presets not found in {folder} (set ROPEREF_PRESETS): the model family is empty",
                       stacklevel=3)
         return
-    from roperef.hf import spec_from_config
+    from roperef.hf import model_rope
 
     for path in files:
-        resolved = spec_from_config(json.loads(path.read_text()))
-        specs = resolved if isinstance(resolved, dict) else {"": resolved}
+        resolved = model_rope(json.loads(path.read_text()))  # a model without RoPE has no spec: no case
+        specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)
         for key, spec in sorted(specs.items()):
             name = path.stem + (f"@{key}" if key else "")
             d = spec.head_dim

@@ -64,6 +64,8 @@ def _llama3(spec: RopeSpec) -> np.ndarray:
     rho = 1.0 - 1.0 / f
     w0 = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
     ratio = l0 * w0 / (2.0 * math.pi)  # L0 / lambda
+    if b <= a:  # equal factors (Llama 4): no middle band, no blend
+        return np.zeros(spec.n_pairs)
     medium = (ratio >= a) & (ratio <= b)
     sigma = (ratio - a) / (b - a)
     e_t = (3.0 * ratio + np.abs(ratio - a)) / (b - a) + sigma

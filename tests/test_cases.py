@@ -94,14 +94,16 @@ def test_position_regimes_follow_rope_spec_section_6():
 
 
 def test_model_family_has_a_case_per_preset_spec_with_real_head_dim():
-    from roperef.hf import spec_from_config
+    from roperef.hf import model_rope
 
     files = sorted(presets_dir().glob("*.json"))
     assert len(files) >= 20
     model = [c for c in SMOKE if c.family == "model"]
     for path in files:
-        resolved = spec_from_config(json.loads(path.read_text()))
-        specs = resolved if isinstance(resolved, dict) else {"": resolved}
+        resolved = model_rope(json.loads(path.read_text()))
+        specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)
+        if not resolved.has_rope:
+            assert not [c for c in model if c.id.split("/")[1].split("@")[0] == path.stem], path.stem
         for key, spec in specs.items():
             name = path.stem + (f"@{key}" if key else "")
             mine = [c for c in model if c.id.split("/")[1] == name]

@@ -212,7 +212,7 @@ def test_checked_in_smoke_set_is_sound_complete_and_small():
     assert golden.manifest["tier"] == "smoke"
     assert {c.id for c in golden.cases} == {r.id for r in catalogue("smoke")}
     size = sum(p.stat().st_size for p in REPO_GOLDEN.iterdir())
-    assert size <= 20 * 2**20
+    assert size <= 32 * 2**20  # stored (uncompressed) members: byte-identical on every machine
     assert verify_golden(REPO_GOLDEN) == []
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import pytest
 
 from conformance.cases_catalog import presets_dir
 from roperef.frequencies import inv_freq
-from roperef.hf import HFQuirks, load_config, spec_from_config
+from roperef.hf import HFQuirks, NoRopeError, load_config, model_rope, spec_from_config
 from roperef.spec import RopeSpec
 
 
@@ -65,10 +66,68 @@ EXPECTED: dict[str, dict[str, tuple]] = {
     "qwen3-vl-32b-instruct": {"text": (128, 128, "half", 5e6, "default", {}),
                               "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
 }
+EXPECTED_TEAM = frozenset(EXPECTED)  # the team's first 25 presets (their _source lines predate the repo:path@commit rule)
+
+# The real corpus grown for issue 12 (conformance/presets/*.json; values read off each file's published keys).
+DS_YARN = dict(original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0)
+EXPECTED.update({
+    # swa_rope_theta + hybrid_layer_pattern; rho 0.334 of 192: int(64.128) = 64 channels
+    "mimo-v2-flash": {"full_attention": (192, 64, "half", 5e6, "default", {}),
+                      "sliding_attention": (192, 64, "half", 1e4, "default", {})},
+    # compress_rope_theta: main = plain RoPE at rope_theta, compress = the yarn rope_scaling at 160000
+    "deepseek-v4-flash": {"main": (64, 64, "adjacent", 1e4, "default", {}),
+                          "compress": (64, 64, "adjacent", 160000.0, "yarn", dict(
+                              factor=16.0, original_max_position_embeddings=65536, attention_factor=1.0))},
+    "glm-5": {"text": (64, 64, "adjacent_in_half_out", 1e6, "default", {}),
+              "indexer": (64, 64, "adjacent_in_half_out", 1e6, "default", {})},
+    "deepseek-v3.2": {"text": (64, 64, "adjacent_in_half_out", 1e4, "yarn", dict(factor=40.0, **DS_YARN)),
+                      "indexer": (64, 64, "half", 1e4, "yarn", dict(factor=40.0, **DS_YARN))},
+    "kimi-k2-instruct": {"": (64, 64, "adjacent_in_half_out", 50000.0, "yarn", dict(
+        factor=32.0, beta_fast=1.0, beta_slow=1.0, **DS_YARN))},
+    "kimi-k2.5": {"": (64, 64, "adjacent_in_half_out", 50000.0, "yarn", dict(factor=64.0, **DS_YARN))},
+    # llama3 with high_freq_factor == low_freq_factor (empty middle band)
+    "llama-4-scout-17b-16e-instruct": {"": (128, 128, "adjacent", 5e5, "llama3", dict(
+        factor=16.0, low_freq_factor=1.0, high_freq_factor=1.0, original_max_position_embeddings=8192))},
+    "llama-4-maverick-17b-128e-instruct": {"": (128, 128, "adjacent", 5e5, "default", {})},
+    "minimax-m2.5": {"": (128, 64, "half", 5e6, "default", {})},  # rotary_dim 64 of head_dim 128
+    "minimax-m3": {"": (128, 64, "half", 5e6, "default", {})},  # rotary_dim 64 and rho 0.5 agree
+    "llama-3.3-nemotron-super-49b-v1": {"": (8192 // 64, 128, "half", 5e5, "llama3", L31)},
+    "qwen3-8b": {"": (128, 128, "half", 1e6, "default", {})},
+    "qwen3-30b-a3b": {"": (128, 128, "half", 1e6, "default", {})},
+    "qwen3.5-27b": {"text": (256, 64, "half", 1e7, "default", {}),  # rho 0.25 of 256
+                    "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
+    "qwen3-vl-30b-a3b-instruct": {"text": (128, 128, "half", 5e6, "default", {}),
+                                  "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
+    # per layer type; full layers on global_head_dim 512 with proportional rho 0.25
+    "gemma-4-26b-a4b": {"full_attention": (512, 512, "half", 1e6, "proportional", dict(partial_rotary_factor=0.25)),
+                        "sliding_attention": (256, 256, "half", 1e4, "default", {})},
+    "mixtral-8x7b-v0.1": {"": (4096 // 32, 128, "half", 1e6, "default", {})},
+    "mimo-7b-base": {"": (128, 128, "half", 640000.0, "default", {})},
+    "phi-2-msft": {"": (2560 // 32, 32, "half", 1e4, "default", {})},  # rotary_dim 32 of 80, base 10000 in the code
+    "phi-1.5-msft": {"": (2048 // 32, 32, "half", 1e4, "default", {})},
+    "phi-2": {"": (80, 32, "half", 1e4, "default", {})},  # rho 0.4 of 80
+    "qwen-1.8b-chat": {"": (2048 // 16, 128, "half", 1e4, "default", {})},  # rotary_pct 1.0, rotary_emb_base
+    "gemma-2b": {"": (256, 256, "half", 1e4, "default", {})},
+    "gemma-2-2b": {"": (256, 256, "half", 1e4, "default", {})},
+    "stablelm-2-zephyr-1.6b": {"": (2048 // 32, 16, "half", 1e4, "default", {})},  # rho 0.25 of 64
+    "internlm2.5-7b-chat": {"": (4096 // 32, 128, "half", 1e6, "dynamic", dict(
+        factor=2.0, max_position_embeddings=32768))},
+    "starcoder2-15b": {"": (4608 // 36, 128, "half", 1e6, "default", {})},
+    "olmo-2-7b": {"": (4096 // 32, 128, "half", 5e5, "default", {})},
+    "qwen1.5-moe-a2.7b": {"": (2048 // 16, 128, "half", 1e6, "default", {})},
+    "redpajama-incite-3b-v1": {"": (2560 // 32, 80, "half", 1e4, "default", {})},  # rotary_pct 1.0
+})
+#: Real configs whose model has no RoPE anywhere (not a default spec).
+NO_ROPE = {"gpt2", "gpt-bigcode-santacoder", "snowflake-arctic-embed-m", "bert-base-multilingual-cased", "bart-base",
+           "nemotron-3-nano-30b-a3b", "kimi-k3"}
 MROPE = {"glm-4.5v": ((8, 12, 12), "chunked"), "qwen2.5-vl-7b-instruct": ((16, 24, 24), "chunked"),
-         "qwen3-vl-32b-instruct": ((24, 20, 20), "interleaved")}
+         "qwen3-vl-32b-instruct": ((24, 20, 20), "interleaved"), "qwen3.5-27b": ((11, 11, 10), "interleaved"),
+         "qwen3-vl-30b-a3b-instruct": ((24, 20, 20), "interleaved")}
 VISION = {"mistral-small-3.1-24b-instruct": "pixtral", "pixtral-12b": "pixtral",
-          "qwen2.5-vl-7b-instruct": "qwen_vl", "qwen3-vl-32b-instruct": "qwen_vl"}
+          "qwen2.5-vl-7b-instruct": "qwen_vl", "qwen3-vl-32b-instruct": "qwen_vl", "qwen3-vl-30b-a3b-instruct": "qwen_vl",
+          "qwen3.5-27b": "qwen_vl"}
+#: Assumptions a preset may carry (everything else resolves without one).
+ASSUMED = {"qwen-1.8b-chat": {"use_dynamic_ntk"}}
 
 
 def _preset_files() -> list[Path]:
@@ -76,10 +135,35 @@ def _preset_files() -> list[Path]:
 
 
 def test_every_preset_has_expectations():
-    assert {p.stem for p in _preset_files()} == set(EXPECTED)
+    assert {p.stem for p in _preset_files()} == set(EXPECTED) | NO_ROPE
+    assert not set(EXPECTED) & NO_ROPE
 
 
-@pytest.mark.parametrize("path", _preset_files(), ids=lambda p: p.stem)
+def test_every_preset_says_where_it_came_from():
+    """``_hf_model_id`` and ``_source``; the presets added beyond the team's set name repository:path@commit."""
+    for path in _preset_files():
+        data = json.loads(path.read_text())
+        assert data.get("_hf_model_id") and data.get("_source"), path.name
+        if path.stem not in EXPECTED_TEAM:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+:\S+@[0-9a-f]{40}( .*)?", data["_source"]), path.name
+
+
+@pytest.mark.parametrize("path", sorted(p for p in _preset_files() if p.stem in NO_ROPE), ids=lambda p: p.stem)
+def test_preset_without_rope(path: Path):
+    result = model_rope(path)
+    assert not result.has_rope and result.no_rope and not result.specs
+    assert all(name is None for name in result.layers)
+    with pytest.raises(NoRopeError, match="no RoPE"):
+        spec_from_config(path)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in _preset_files() if p.stem not in NO_ROPE), ids=lambda p: p.stem)
+def test_preset_assumes_nothing_undocumented(path: Path):
+    result = model_rope(path)
+    assert {a.key for a in result.assumptions} == ASSUMED.get(path.stem, set()), result.assumptions
+
+
+@pytest.mark.parametrize("path", sorted(p for p in _preset_files() if p.stem not in NO_ROPE), ids=lambda p: p.stem)
 def test_preset(path: Path):
     result = spec_from_config(path)
     specs = result if isinstance(result, dict) else {"": result}
@@ -94,7 +178,7 @@ def test_preset(path: Path):
             assert getattr(s.scaling, name) == value, name
         if key == "vision":
             assert s.vision == VISION[path.stem]
-        elif path.stem in MROPE:
+        elif path.stem in MROPE and key != "indexer":
             assert (s.mrope_section, s.mrope_layout) == MROPE[path.stem]
         else:
             assert s.mrope_section is None and s.vision is None
@@ -328,3 +412,66 @@ def test_cli_main_dispatch(capsys):
 
     assert main(["spec", str(MALFORMED / "unknown_rope_type.json")]) == 2
     assert "rope_type" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- per-layer truth of the corpus
+
+#: preset -> (decoder layers, {spec name or None: layers}), by hand from each config's rule.
+LAYERS = {
+    # transformers' MiMo-V2 rule, matching hybrid_layer_pattern: full at i = 0 and (i + 1) % 6 == 0
+    "mimo-v2-flash": (48, {"full_attention": 9, "sliding_attention": 39}),
+    # compress_ratios[:43]: 0 at layers 0 and 1 (sliding, main RoPE), 4/128 elsewhere (compress RoPE)
+    "deepseek-v4-flash": (43, {"main": 2, "compress": 41}),
+    # no_rope_layer_interval 4 (transformers' default): layers 3, 7, ..., 47 are NoPE
+    "llama-4-scout-17b-16e-instruct": (48, {"text": 36, None: 12}),
+    "llama-4-maverick-17b-128e-instruct": (48, {"text": 36, None: 12}),
+    # linear_attention layers have no RoPE; full attention every 4th layer
+    "qwen3.5-27b": (64, {"text": 16, None: 48}),
+    "gemma-4-26b-a4b": (30, {"full_attention": 5, "sliding_attention": 25}),
+    # sliding_window_pattern 6 (Gemma3TextConfig default): full at (i + 1) % 6 == 0
+    "gemma-3-4b-it": (34, {"full_attention": 5, "sliding_attention": 29}),
+    "nemotron-3-nano-30b-a3b": (52, {None: 52}),
+    "kimi-k3": (93, {None: 93}),
+    "glm-5": (78, {"text": 78}),
+    "qwen3-vl-30b-a3b-instruct": (48, {"text": 48}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_preset_layers(name):
+    from collections import Counter
+
+    result = model_rope(PRESETS / f"{name}.json")
+    count, by_spec = LAYERS[name]
+    assert len(result.layers) == len(result.layer_types) == count
+    assert dict(Counter(result.layers)) == by_spec
+    for i, spec_name in enumerate(result.layers):
+        assert result.layer_spec(i) == (None if spec_name is None else result.specs[spec_name])
+
+
+def test_llama4_nope_layers_are_every_fourth():
+    result = model_rope(PRESETS / "llama-4-scout-17b-16e-instruct.json")
+    assert [i for i, name in enumerate(result.layers) if name is None] == list(range(3, 48, 4))
+
+
+def test_llama4_equal_low_and_high_freq_factors():
+    """high == low: no middle band; w/16 where the wavelength exceeds L0 = 8192, w elsewhere (by hand)."""
+    spec = spec_from_config(PRESETS / "llama-4-scout-17b-16e-instruct.json")
+    w, att = inv_freq(spec)
+    base = 5e5 ** (-np.arange(64) * 2 / 128)
+    want = np.where(2 * np.pi / base > 8192, base / 16, base)
+    np.testing.assert_allclose(w, want, rtol=1e-13)
+    assert att == 1.0 and (want != base).any() and (want == base).any()
+    from conformance.conditioning import blend_conditioning
+
+    with np.errstate(all="raise"):  # no 0/0 from the empty band
+        assert not blend_conditioning(spec).any()
+
+
+def test_deepseek_v4_compress_rope_facts():
+    """compress: YaRN at theta 160000 with attention factor forced to 1 (transformers' DeepseekV4Config)."""
+    result = spec_from_config(PRESETS / "deepseek-v4-flash.json")
+    _, att = inv_freq(result["compress"])
+    assert att == 1.0
+    w_main, _ = inv_freq(result["main"])
+    np.testing.assert_allclose(w_main, 1e4 ** (-np.arange(32) * 2 / 64), rtol=1e-14)

@@ -1,0 +1,123 @@
+"""Per-layer truth of a HF config: each decoder layer's attention type, and whether it applies RoPE.
+
+Layer types, in order of authority (the first the config gives):
+
+1. ``layer_types``: one name per layer (``full_attention``, ``sliding_attention``, ``chunked_attention``,
+   ``linear_attention``, DeepSeek V4's ``compressed_sparse_attention`` ...);
+2. ``hybrid_layer_pattern``: 0/1 per layer, 0 = ``full_attention``, 1 = ``sliding_attention`` (MiMo-V2);
+3. ``compress_ratios``: 0/4/128 per layer = ``sliding_attention`` / ``compressed_sparse_attention`` /
+   ``heavily_compressed_attention`` (DeepSeek V4, as transformers' ``_COMPRESS_RATIO_TO_LAYER_TYPE``);
+4. ``hybrid_override_pattern``: one character per layer, ``*`` attention, ``M`` Mamba, ``-``/``E`` MLP/MoE
+   (Nemotron-H); ``layers_block_type``: ``attention`` / ``mamba`` ... per layer (Jamba-like);
+   ``block_types`` repeated over the layers (RecurrentGemma: ``attention`` = sliding, ``recurrent``);
+   ``attn_layer_indices`` (Bamba: attention at those indices, Mamba elsewhere);
+5. ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
+   ``(i + 1) % P == 0``, else ``sliding_attention`` (transformers' Gemma 3 / Cohere 2 rule);
+6. otherwise every layer is ``full_attention``.
+
+A layer has no RoPE when its type is not attention (:data:`NON_ATTENTION_TYPES`), when its type's
+per-layer-type ``rope_parameters`` entry is ``null``, or when ``no_rope_layers[i]`` is 0 (Llama 4 /
+SmolLM3: the list holds 1 for layers that *use* RoPE; without the list, ``no_rope_layer_interval`` k
+makes every k-th layer NoPE: ``use = (i + 1) % k != 0``, transformers' default).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .errors import bad
+from .hf_keys import Level
+
+__all__ = ["LAYER_NAMES", "NON_ATTENTION_TYPES", "layer_types", "rope_flags"]
+
+#: Layer-type names recognised as attention layers without a declaration.
+LAYER_NAMES = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
+#: Layer types without attention, hence without RoPE.
+NON_ATTENTION_TYPES = frozenset({
+    "linear_attention", "mamba", "mamba2", "conv", "ssm", "recurrent", "mlp", "moe", "deltanet", "gated_deltanet",
+    "kda", "lightning_attention", "rwkv", "hyena",
+})
+_COMPRESS = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+_PATTERN = {"*": "full_attention", "M": "mamba", "-": "mlp", "E": "moe"}
+
+
+def _count(c: Level) -> int | None:
+    """Decoder layers: ``num_hidden_layers`` / ``n_layer`` / ``num_layers``. LongCat-Flash stacks two
+    attention blocks per ``num_layers`` (transformers' LongcatFlashConfig.num_hidden_layers = 2 * num_layers)."""
+    if c.model_type == "longcat_flash" and c.has("num_layers") and not c.given("num_hidden_layers"):
+        return 2 * c.int_("num_layers")  # type: ignore[operator]
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        if c.has(name):
+            return c.int_(name)
+    return None
+
+
+def layer_types(c: Level) -> tuple[str, ...]:
+    """The attention type of every decoder layer (empty when the config gives no layer count or list)."""
+    n = _count(c)
+    declared = c.str_list("layer_types")
+    if declared is not None:
+        if n is not None and len(declared) < n:
+            bad(c.key("layer_types"), f"<{len(declared)} entries>", f"must have num_hidden_layers={n} entries")
+        return tuple(declared[:n] if n is not None else declared)
+    pattern = c.int_list("hybrid_layer_pattern")
+    if pattern is not None:
+        for i, v in enumerate(pattern):
+            if v not in (0, 1):
+                bad(f"{c.key('hybrid_layer_pattern')}[{i}]", v, "must be 0 (full attention) or 1 (sliding window)")
+        return tuple("full_attention" if v == 0 else "sliding_attention" for v in pattern[:n])
+    ratios = c.int_list("compress_ratios")
+    if ratios is not None:
+        for i, v in enumerate(ratios):
+            if v not in _COMPRESS:
+                bad(f"{c.key('compress_ratios')}[{i}]", v, f"must be one of {sorted(_COMPRESS)}")
+        return tuple(_COMPRESS[v] for v in ratios[:n])
+    text = c.raw("hybrid_override_pattern")
+    if text is not None:
+        if not isinstance(text, str):
+            bad(c.key("hybrid_override_pattern"), text, "must be a string of M, *, - and E", TypeError)
+        for i, ch in enumerate(text):
+            if ch not in _PATTERN:
+                bad(f"{c.key('hybrid_override_pattern')}[{i}]", ch, "must be one of M (Mamba), * (attention), - (MLP), E (MoE)")
+        return tuple(_PATTERN[ch] for ch in text)
+    blocks = c.str_list("layers_block_type")
+    if blocks is not None:
+        return tuple("full_attention" if b == "attention" else b for b in blocks[:n])
+    if n is None:
+        return ()
+    cycle = c.str_list("block_types")
+    if cycle:  # RecurrentGemma: the list repeats over the layers; "attention" blocks are local (sliding)
+        names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
+        return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
+    if "attn_layer_indices" in c.data:  # Bamba: attention at these indices (null: none), Mamba elsewhere
+        at = set(c.int_list("attn_layer_indices", minimum=0) or [])
+        return tuple("full_attention" if i in at else "mamba" for i in range(n))
+    period = c.raw("sliding_window_pattern")
+    if period is not None and c.raw("sliding_window") is not None:
+        p = c.int_("sliding_window_pattern")
+        return tuple("full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n))  # type: ignore[operator]
+    return ("full_attention",) * n
+
+
+def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:
+    """Per layer: does it apply RoPE at all (before per-type ``null`` entries are considered)."""
+    n = len(types)
+    use = c.int_list("no_rope_layers")
+    if use is not None and len(use) not in (0, n):
+        bad(c.key("no_rope_layers"), f"<{len(use)} entries>", f"must have one 0/1 entry per layer ({n})")
+    if use:
+        for i, v in enumerate(use):
+            if v not in (0, 1):
+                bad(f"{c.key('no_rope_layers')}[{i}]", v, "must be 1 (layer uses RoPE) or 0 (NoPE layer)")
+        flags = [bool(v) for v in use]
+    elif c.has("no_rope_layer_interval"):
+        k = c.int_("no_rope_layer_interval")
+        flags = [(i + 1) % k != 0 for i in range(n)]  # type: ignore[operator]
+    else:
+        flags = [True] * n
+    return tuple(f and t not in NON_ATTENTION_TYPES for f, t in zip(flags, types))
+
+
+def nested_labels(section: Mapping[str, Any], declared: set[str]) -> list[str]:
+    """Keys of ``section`` that are per-layer-type entries (transformers: keys among the declared labels)."""
+    return [k for k in section if isinstance(k, str) and k in declared and (section[k] is None or isinstance(section[k], Mapping))]
