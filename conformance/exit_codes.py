@@ -1,0 +1,30 @@
+"""The exit codes of the ``roperef`` command, in one place (every subcommand uses these).
+
+==================  ====  ============================================================
+name                code  meaning
+==================  ====  ============================================================
+``OK``              0     cases were judged and all passed (XFAIL, XPASS allowed)
+``FAILED``          1     at least one FAIL or ERROR (``golden verify``/``audit``: a problem)
+``USAGE``           2     usage or input error: bad flag, argument, file or golden directory
+``NOTHING_JUDGED``  3     nothing was judged (every case NOT_SUPPORTED); never 0
+``INTERNAL``        4     an internal roperef error (a bug in the judge itself)
+``INTERRUPTED``     130   stopped by Ctrl-C (a partial report is written, marked interrupted)
+==================  ====  ============================================================
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["ExitCode"]
+
+
+class ExitCode(IntEnum):
+    """Exit status of every ``roperef`` subcommand (see the module docstring)."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    NOTHING_JUDGED = 3
+    INTERNAL = 4
+    INTERRUPTED = 130
