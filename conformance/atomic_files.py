@@ -33,6 +33,9 @@ __all__ = ["NotARegularFile", "require_writable_target", "write_bytes_atomic", "
 class NotARegularFile(OSError):
     """The output path exists and is a FIFO, a device, a socket or a directory."""
 
+    def __str__(self) -> str:
+        return str(self.strerror)
+
 
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):

@@ -1,8 +1,9 @@
 """``roperef spec CONFIG.json [--layer-type T]``: print the RopeSpec(s) resolved from a HF config as JSON.
 
 Output: ``RopeSpec.to_dict()`` for a single spec, or ``{name: RopeSpec.to_dict()}`` for a config with
-one spec per layer type (Gemma 3/4) or text + vision parts. Errors (missing file, bad JSON, a config
-rule broken): one line on stderr, exit status 2.
+one spec per layer type (Gemma 3/4) or text + vision parts. Errors (missing file, bad JSON, JSON past
+the limits of :mod:`roperef.json_input`, a config rule broken, a number out of range): one line on
+stderr naming the file, exit status 2.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from .exit_codes import ExitCode
 
 __all__ = ["add_parser", "run"]
 
@@ -34,12 +37,16 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = spec_from_config(args.config, layer_type=getattr(args, "layer_type", None))
-    except (ValueError, TypeError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+    except (ValueError, TypeError, OSError) as exc:
         print(f"roperef spec: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
+    except (OverflowError, RecursionError, MemoryError) as exc:
+        print(f"roperef spec: error: config={args.config!r}: a value is out of range for the RoPE maths "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return ExitCode.USAGE
     if isinstance(result, RopeSpec):
         out: Any = result.to_dict()
     else:
         out = {name: spec.to_dict() for name, spec in result.items()}
     print(json.dumps(out, indent=2, allow_nan=False))
-    return 0
+    return ExitCode.OK
