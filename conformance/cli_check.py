@@ -98,12 +98,12 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
     named, origin = _golden_origin(golden)
     directory = Path(named) if named else default_golden_dir()
     info: dict[str, Any] = {"directory": str(directory), "tier": tier}
-    if named and not (directory / MANIFEST).is_file():
+    if named and not os.path.lexists(directory / MANIFEST):
         problem = "does not exist" if not directory.exists() else f"holds no {MANIFEST}"
         raise UsageError(f"{origin} {directory}: {problem} (no golden set there; make one with "
                          f"`roperef golden generate --out {directory}`)")
     loaded = None
-    if (directory / MANIFEST).is_file():
+    if os.path.lexists(directory / MANIFEST):
         try:
             loaded = load_golden(directory)
         except GoldenError as exc:
@@ -124,7 +124,7 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
             recipes = select(recipes, ",".join(filters))
         cases = [materialize(r, check_fast=False) for r in recipes]
         why = (f"the golden set at {directory} is not the full tier" if loaded is not None else
-               f"no golden directory found (looked for {directory / MANIFEST}); pass --golden DIR or set ROPEREF_GOLDEN")
+               f"no golden set found at {directory}; pass --golden DIR or set ROPEREF_GOLDEN")
         info.update(directory=None, set_hash=None,
                     source=f"cases computed in memory by roperef {__version__} from the {tier} catalogue ({why})")
     selected = _select(cases, filters, dtypes)
