@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSONInputError", "JSONLimits", "DEFAULT_LIMITS", "load_json_file", "loads_limited", "require_regular_file"]
+__all__ = ["JSONInputError", "JSONLimits", "DEFAULT_LIMITS", "load_json_file", "loads_limited", "require_regular_file",
+           "read_text_file"]
 
 
 class JSONInputError(ValueError):
@@ -130,22 +131,29 @@ def require_regular_file(path: str | os.PathLike[str], what: str = "file") -> os
     return st
 
 
+def read_text_file(path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = DEFAULT_LIMITS.max_bytes) -> str:
+    """The UTF-8 text of the regular file ``path`` (at most ``max_bytes``); :class:`JSONInputError`
+    (``"<file>: <problem>"``) for a FIFO, a device, a directory, a file too large or not UTF-8,
+    FileNotFoundError when it does not exist."""
+    p = Path(path)
+    st = require_regular_file(p, what)
+    if st.st_size > max_bytes:
+        raise JSONInputError(f"{p}: {st.st_size} bytes, more than the limit of {max_bytes} bytes for a {what}")
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise JSONInputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > max_bytes:
+        raise JSONInputError(f"{p}: more than the limit of {max_bytes} bytes for a {what}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONInputError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+
+
 def load_json_file(path: str | os.PathLike[str], *, limits: JSONLimits = DEFAULT_LIMITS,
                    allow_constants: bool = True, what: str = "file") -> Any:
     """Read and parse the JSON file ``path`` within ``limits`` (see the module docstring)."""
-    p = Path(path)
-    st = require_regular_file(p, what)
-    if st.st_size > limits.max_bytes:
-        raise JSONInputError(f"{p}: {st.st_size} bytes, more than the limit of {limits.max_bytes} bytes for a JSON {what}")
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read(limits.max_bytes + 1)
-    except OSError as exc:
-        raise JSONInputError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > limits.max_bytes:
-        raise JSONInputError(f"{p}: more than the limit of {limits.max_bytes} bytes for a JSON {what}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise JSONInputError(f"{p}: not UTF-8 text (byte {exc.start})") from None
-    return loads_limited(text, source=str(p), limits=limits, allow_constants=allow_constants)
+    text = read_text_file(path, what=f"JSON {what}", max_bytes=limits.max_bytes)
+    return loads_limited(text, source=str(Path(path)), limits=limits, allow_constants=allow_constants)

@@ -228,3 +228,15 @@ def test_deep_export_json_is_one_line(golden, exported, capsys):
     (exported / "export.json").write_text("[" * 100000 + "]" * 100000)
     code, _, err = _run(capsys, "check", "--outputs", str(exported), "--golden", str(golden))
     assert code == 2 and "export.json: brackets nest deeper than 64 levels" in err
+
+
+def test_fifo_xfail_and_profile_files_and_deep_toml_are_refused(golden, tmp_path, capsys):
+    for flag in ("--xfail", "--profile"):
+        fifo = tmp_path / f"{flag[2:]}.toml"
+        os.mkfifo(fifo)
+        code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", str(golden), flag, str(fifo))
+        assert code == 2 and "is a FIFO (named pipe)" in err and flag in err
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", str(golden), "--profile", str(deep))
+    assert code == 2 and "nested too deeply" in err
