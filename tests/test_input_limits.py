@@ -71,7 +71,7 @@ def test_json_limits_let_ordinary_documents_through():
 def test_json_file_kind_and_size(tmp_path):
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
-    with pytest.raises(JSONInputError, match=r"config.json: is a FIFO \(named pipe\), not a regular file"):
+    with pytest.raises(JSONInputError, match=r"config.json: is a FIFO \(named pipe\), not a regular JSON file"):
         load_json_file(fifo)  # never opened: opening a FIFO would block
     with pytest.raises(JSONInputError, match="is a directory"):
         load_json_file(tmp_path)
