@@ -3,7 +3,8 @@
 Each worker is a spawned Python process that resolves the backend selector itself and
 answers one request at a time over a pipe (``supports`` or the stage call, with in-memory
 pickling of our own case records; golden files are never unpickled). It ignores SIGINT: the
-user's Ctrl-C reaches the judge, which kills its workers. A worker that dies (a signal,
+user's Ctrl-C reaches the judge, which kills its workers; on Linux a worker is also killed
+when the judge itself dies (``PR_SET_PDEATHSIG``), so no orphan keeps running. A worker that dies (a signal,
 ``os._exit``), misses the time limit or is in flight when the run is stopped is killed and
 replaced; the case gets ERROR with the signal, the exit code or the time-out in its message.
 
@@ -16,6 +17,7 @@ loading ...") instead of taking the judge down with it.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -35,7 +37,25 @@ class WorkerStartError(StageError):
     """The worker process could not load the backend (it raised, exited, crashed or hung at import)."""
 
 
-def _serve(selector: str, conn: Any) -> None:
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the judge dies (killed, crashed): no orphan keeps running.
+
+    (Linux ties this to the thread that started the worker: the runner's job thread, which outlives
+    every use of its workers and closes them before it ends.)"""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass  # not Linux: the pipe closing still ends an idle worker
+
+
+def _serve(selector: str, conn: Any, parent_pid: int) -> None:
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the judge died before the request above took effect
+        return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .backends.resolve import resolve_backend
     from .stage_call import call_stage
@@ -103,7 +123,7 @@ class Worker:
         """Start the process and load the backend; its name and capabilities. WorkerStartError on failure."""
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(self.selector, child), daemon=True, name="roperef-backend")
+        self.proc = ctx.Process(target=_serve, args=(self.selector, child, os.getpid()), daemon=True, name="roperef-backend")
         self.proc.start()
         child.close()
         self.conn = parent

@@ -35,7 +35,7 @@ from .interrupt import POLL_S, StopFlag
 __all__ = ["DEFAULT_TIMEOUT_S", "StageError", "Interrupted", "CallThread", "describe_exception", "TIMED_OUT", "call_stage"]
 
 #: the default time limit of one backend call (seconds), in process and in worker processes
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 60.0
 #: the start of every time-out message (the runner counts consecutive time-outs by it)
 TIMED_OUT = "timed out after"
 
