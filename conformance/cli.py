@@ -64,7 +64,7 @@ def _describe(exc: BaseException) -> tuple[ExitCode, str]:
             return ExitCode.USAGE, f"{where}no space left on the device (nothing was replaced; free space and retry)"
         if exc.errno == errno.EROFS:
             return ExitCode.USAGE, f"{where}read-only file system (nothing was written)"
-        if exc.strerror and exc.filename:
+        if exc.strerror:
             return ExitCode.USAGE, f"{where}{exc.strerror}"
         return ExitCode.USAGE, str(exc)
     if isinstance(exc, (ValueError, TypeError)):
@@ -83,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list or os.environ.get("ROPEREF_DEBUG", "") not in ("", "0")
     args_list = [a for a in args_list if a != "--debug"]
-    parser, modules = build_parser()
     try:
+        parser, modules = build_parser()  # imports the subcommands (NumPy): Ctrl-C may land here
         args = parser.parse_args(args_list)
     except KeyboardInterrupt:
         print("roperef: interrupted", file=sys.stderr)

@@ -82,6 +82,7 @@ def _progress(done: int, total: int, label: str, start: float) -> None:
 def _generate(args: argparse.Namespace) -> int:
     from .cases import catalogue, materialize, select
     from .golden import default_golden_dir, write_golden_set
+    from .interrupt import StopFlag, sigint_sets
 
     recipes = select(catalogue(args.tier), args.filter)
     if not recipes:
@@ -94,9 +95,17 @@ def _generate(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     start = time.perf_counter()
     cases = []
-    for k, recipe in enumerate(recipes):
-        _progress(k, len(recipes), recipe.id, start)
-        cases.append(materialize(recipe))
+    stop = StopFlag()
+    # Ctrl-C sets a flag, checked between cases: a KeyboardInterrupt raised inside Numba's compiler
+    # callbacks would be printed as "Exception ignored" and lost, and the set written anyway.
+    with sigint_sets(stop):
+        for k, recipe in enumerate(recipes):
+            if stop.is_set():
+                break
+            _progress(k, len(recipes), recipe.id, start)
+            cases.append(materialize(recipe))
+    if stop.is_set():
+        raise KeyboardInterrupt  # nothing was written: the old set is untouched
     _progress(len(recipes), len(recipes), "done", start)
     tier = args.tier if not args.filter else f"{args.tier}-filtered"
     tier = tier if tier in ("smoke", "full") else "custom"
