@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -75,17 +76,27 @@ def fsync_directory(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def _create_temp(parent: Path, name: str) -> tuple[int, str]:
+    """A new file ``.NAME.XXXXXXXX.tmp`` in ``parent``, mode 0666 less the umask (as a plain ``open`` gives)."""
+    for _ in range(100):
+        tmp = str(parent / f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(parent))
+
+
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and ``os.replace`` (see the module docstring)."""
     p = require_writable_target(path)
     parent = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+    fd, tmp = _create_temp(parent, p.name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -96,13 +107,6 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """:func:`write_bytes_atomic` of ``text`` encoded as UTF-8."""
     write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def _umask() -> int:
-    # os.umask can only be read by setting it; do it under a lock-free pair of calls (single-threaded CLI use)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 @contextlib.contextmanager
