@@ -10,7 +10,7 @@
 # then runs `roperef check --backend X --tier smoke --json OUT/X.json` for
 # flash-attn, flash-attn-triton, transformer-engine, liger (real GPU kernel, bf16 included)
 # and vllm. A library that fails to install is reported as such (its check then reports
-# NOT_SUPPORTED "not installed"); the exit code is 1 if any check FAILs or ERRORs.
+# NOT_SUPPORTED "not installed", exit 3); the exit code is 1 if any check FAILs or ERRORs.
 set -u
 OUT="${1:-${OUT:-gpu_check_out}}"
 mkdir -p "$OUT"
@@ -42,7 +42,8 @@ check() {  # check <python> <backend>
     >"$OUT/$name.txt" 2>&1
   local rc=$?
   tail -n 3 "$OUT/$name.txt" | tee -a "$OUT/gpu_check.log"
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ]; then status=1; fi
+  # 2: usage error (e.g. not installed), 3: nothing judged (every case NOT_SUPPORTED): reported, not a failure
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ]; then status=1; fi
 }
 
 for b in flash-attn flash-attn-triton transformer-engine liger hf; do check "$PY" "$b"; done

@@ -1,17 +1,25 @@
 """The ``roperef`` command: dispatches to one module per subcommand, imported only when used.
 
 ``roperef spec CONFIG.json``; ``roperef golden {generate,verify,list,show,audit,export}``;
-``roperef check [--backend NAME] ...``. Exit codes: 0 success, 1 a check failed,
-2 usage or input error (one line on stderr, never a traceback).
+``roperef check [--backend NAME] ...``. Exit codes: :class:`conformance.exit_codes.ExitCode`
+(0 success, 1 a check failed, 2 usage or input error, 3 nothing judged, 4 an internal
+roperef error, 130 interrupted). Whatever goes wrong, the user gets one line on stderr naming
+the file, key or argument and the problem, never a traceback; ``--debug`` (anywhere on the
+command line) or ``ROPEREF_DEBUG=1`` prints the traceback as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
+import traceback
 from types import ModuleType
 from typing import Sequence
+
+from .exit_codes import ExitCode
 
 __all__ = ["main", "SUBCOMMANDS"]
 
@@ -48,17 +56,60 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return parser, modules
 
 
+def _describe(exc: BaseException) -> tuple[ExitCode, str]:
+    """The exit code and the one line for an exception that reached :func:`main`."""
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return ExitCode.USAGE, f"{where}no space left on the device (nothing was replaced; free space and retry)"
+        if exc.errno == errno.EROFS:
+            return ExitCode.USAGE, f"{where}read-only file system (nothing was written)"
+        if exc.strerror:
+            return ExitCode.USAGE, f"{where}{exc.strerror}"
+        return ExitCode.USAGE, str(exc)
+    if isinstance(exc, (ValueError, TypeError)):
+        return ExitCode.USAGE, str(exc)
+    if isinstance(exc, MemoryError):
+        return ExitCode.USAGE, "out of memory (an input declares or needs more memory than this machine has)"
+    if isinstance(exc, RecursionError):
+        return ExitCode.USAGE, "an input is nested too deeply to process"
+    if isinstance(exc, OverflowError):
+        return ExitCode.USAGE, f"a number in the input is out of range ({exc})"
+    return ExitCode.INTERNAL, (f"internal error (a roperef bug, please report it): {type(exc).__name__}: {exc} "
+                               "(rerun with --debug for the traceback)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list or os.environ.get("ROPEREF_DEBUG", "") not in ("", "0")
+    args_list = [a for a in args_list if a != "--debug"]
+    try:
+        parser, modules = build_parser()  # imports the subcommands (NumPy): Ctrl-C may land here
+        args = parser.parse_args(args_list)
+    except KeyboardInterrupt:
+        print("roperef: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     if not getattr(args, "command", None):
         parser.print_help()
-        return 2
+        return ExitCode.USAGE
+    prefix = f"roperef {args.command}" + (f" {args.golden_command}" if getattr(args, "golden_command", None) else "")
     try:
         return int(modules[args.command].run(args))
-    except (ValueError, TypeError, FileNotFoundError, PermissionError) as exc:
-        print(f"roperef {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except SystemExit as exc:  # something below called sys.exit(): never a silent exit 0
+        if debug:
+            traceback.print_exc()
+        print(f"{prefix}: error: unexpected exit request SystemExit({exc.code!r}) (a backend or plugin called "
+              "sys.exit; rerun with --debug for the traceback)", file=sys.stderr)
+        return ExitCode.INTERNAL
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if debug:
+            traceback.print_exc()
+        code, line = _describe(exc)
+        print(f"{prefix}: error: {line}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """``roperef check``: judge a backend (or a foreign program's output files) against the golden vectors.
 
-Exit codes: 0 every selected case passes (NOT_SUPPORTED, XFAIL and XPASS do not fail a
-run), 1 any FAIL or ERROR, 2 a usage or input error (one line on stderr, no traceback).
+Exit codes (:class:`conformance.exit_codes.ExitCode`): 0 cases were judged and every one passed
+(XFAIL and XPASS do not fail a run), 1 any FAIL or ERROR, 2 a usage or input error (one line
+on stderr, no traceback), 3 nothing was judged (every selected case NOT_SUPPORTED),
+130 interrupted by Ctrl-C (the partial report is still printed and written, marked interrupted).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -16,6 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .case import DTYPES, TIERS, GoldenCase
+from .exit_codes import ExitCode
+from .stage_call import DEFAULT_TIMEOUT_S
 
 __all__ = ["add_parser", "run", "add_check_arguments", "load_cases", "user_case_source", "CaseSource", "UsageError"]
 
@@ -43,9 +48,11 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--outputs", default=None, metavar="DIR", help="judge output files written by a foreign program into an exported DIR")
     p.add_argument("--cases", default=None, metavar="DIR", help="judge your own cases instead of the golden set: folders with case.json + .npy/.npz arrays (docs/user-cases.md)")
     p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures: 'PATTERN  reason' per line")
-    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time")
-    p.add_argument("--isolate", action="store_true", help="run the backend in a subprocess (segfaults and hangs become ERROR)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds per backend call (ERROR when exceeded)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time (capped by the number of CPU cores)")
+    p.add_argument("--isolate", action="store_true", help="run the backend in worker processes (segfaults, exits and hangs become ERROR)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"seconds per backend call, ERROR when exceeded (default {DEFAULT_TIMEOUT_S:g}); "
+                        "given explicitly, it also runs the backend in worker processes, as --isolate, so that a hung call is killed")
     p.add_argument("--json", default=None, metavar="FILE", help="write the JSON report (docs/report-schema.md)")
     p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML")
     p.add_argument("--markdown", default=None, metavar="FILE", help="write a Markdown report")
@@ -74,23 +81,41 @@ def _select(cases: list[GoldenCase], filters: Sequence[str], dtypes: Sequence[st
     return cases
 
 
+def _golden_origin(golden: str | None) -> tuple[str | None, str | None]:
+    """The golden directory the user named (``--golden``, else ``ROPEREF_GOLDEN``) and which one named it."""
+    if golden:
+        return golden, "--golden"
+    env = os.environ.get("ROPEREF_GOLDEN")
+    return (env, "ROPEREF_GOLDEN") if env else (None, None)
+
+
 def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> CaseSource:
     """The golden cases to judge: from the golden directory, or (``--tier full`` without a full
-    golden directory) materialized in memory from the catalogue."""
-    from .golden import GoldenError, default_golden_dir, load_golden
+    golden directory, or no golden directory at all) materialized in memory from the catalogue,
+    which ``info["source"]`` says in words. A golden directory named by ``--golden`` or
+    ``ROPEREF_GOLDEN`` must hold a golden set (UsageError otherwise: never a silent substitute)."""
+    from .golden import MANIFEST, GoldenError, default_golden_dir, load_golden
 
-    directory = Path(golden) if golden else default_golden_dir()
+    named, origin = _golden_origin(golden)
+    directory = Path(named) if named else default_golden_dir()
     info: dict[str, Any] = {"directory": str(directory), "tier": tier}
+    if named and not os.path.lexists(directory / MANIFEST):
+        problem = "does not exist" if not directory.exists() else f"holds no {MANIFEST}"
+        raise UsageError(f"{origin} {directory}: {problem} (no golden set there; make one with "
+                         f"`roperef golden generate --out {directory}`)")
     loaded = None
-    if (directory / "manifest.json").is_file() or golden:
+    if os.path.lexists(directory / MANIFEST):
         try:
             loaded = load_golden(directory)
         except GoldenError as exc:
             raise UsageError(f"golden set: {exc}") from None
     if loaded is not None and (tier == "smoke" or loaded.manifest.get("tier") == "full"):
-        info.update(set_hash=loaded.set_hash, tier=loaded.manifest.get("tier", tier), generator=loaded.manifest.get("generator_version"))
+        info.update(set_hash=loaded.set_hash, tier=loaded.manifest.get("tier", tier), generator=loaded.manifest.get("generator_version"),
+                    source=f"golden directory {directory}")
         cases = [c for c in loaded.cases if tier == "full" or c.tier == "smoke"]
     else:
+        from roperef import __version__
+
         from .cases import catalogue, materialize
 
         recipes = catalogue(tier)
@@ -99,7 +124,10 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
 
             recipes = select(recipes, ",".join(filters))
         cases = [materialize(r, check_fast=False) for r in recipes]
-        info.update(directory=None, set_hash=None, source=f"catalogue {tier} tier, computed in memory")
+        why = (f"the golden set at {directory} is not the full tier" if loaded is not None else
+               f"no golden set found at {directory}; pass --golden DIR or set ROPEREF_GOLDEN")
+        info.update(directory=None, set_hash=None,
+                    source=f"cases computed in memory by roperef {__version__} from the {tier} catalogue ({why})")
     selected = _select(cases, filters, dtypes)
     if not selected:
         what = " and ".join(x for x in (f"--filter {','.join(filters)}" if filters else "", f"--dtype {','.join(dtypes)}" if dtypes else "") if x)
@@ -171,14 +199,18 @@ def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str
         base += ["--tier", args.tier]
     if args.isolate:
         base.append("--isolate")
+    if args.timeout is not None:
+        base += ["--timeout", f"{args.timeout:g}"]
     return lambda case: shlex.join([*base, "--filter", case.id])
 
 
 def _check_args(args: argparse.Namespace) -> None:
+    from .atomic_files import NotARegularFile, require_writable_target
+
     if args.jobs < 1:
         raise UsageError(f"--jobs={args.jobs}: must be >= 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout={args.timeout}: must be > 0 seconds")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout={args.timeout}: must be a finite number of seconds > 0")
     if args.outputs and args.backend:
         raise UsageError("--outputs judges files; it cannot be combined with --backend")
     if args.plot:
@@ -191,6 +223,17 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--cases judges your own cases; it cannot be combined with {other}")
     if args.outputs and args.isolate:
         raise UsageError("--isolate runs a Python backend; it cannot be combined with --outputs")
+    for flag in ("json", "junit", "markdown"):
+        value = getattr(args, flag)
+        if not value:
+            continue
+        try:
+            target = require_writable_target(value)
+        except NotARegularFile as exc:
+            raise UsageError(f"--{flag} {exc.strerror}") from None
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"--{flag} {value}: the directory {parent} does not exist")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -198,16 +241,36 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except UsageError as exc:
         print(f"roperef check: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("roperef check: interrupted", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
+
+
+def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: bool) -> tuple[Any, str | None, str]:
+    """(backend, selector for workers, label for reports and repro commands)."""
+    from .backends.resolve import ENV_VAR, BackendError
+
+    if args.outputs:
+        from .exchange import OutputsBackend, ExchangeError
+
+        try:
+            return OutputsBackend.open(args.outputs), None, f"outputs:{args.outputs}"
+        except ExchangeError as exc:
+            raise UsageError(str(exc)) from None
+    from .backend_load import load_in_process, load_isolated_backend
+
+    selector = args.backend or os.environ.get(ENV_VAR) or "numba"
+    try:
+        if isolate:
+            return load_isolated_backend(selector, timeout, stop), selector, selector
+        return load_in_process(selector, stop), selector, selector
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _run(args: argparse.Namespace) -> int:
     from . import report as rep
-    from .backends.resolve import ENV_VAR, BackendError, resolve_backend
-    from .runner import RunOptions, run_cases
+    from .interrupt import StopFlag, sigint_sets
+    from .run_verdict import exit_code_for, nothing_judged_line
+    from .runner import RunOptions, effective_jobs, run_cases
     from .tolerance import default_profile_name, get_profile
     from .xfail import load_xfail
 
@@ -217,22 +280,10 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
 
-    if args.outputs:
-        from .exchange import OutputsBackend, ExchangeError
-
-        try:
-            backend = OutputsBackend.open(args.outputs)
-        except ExchangeError as exc:
-            raise UsageError(str(exc)) from None
-        selector = None
-        label = f"outputs:{args.outputs}"
-    else:
-        selector = args.backend or os.environ.get(ENV_VAR) or "numba"
-        try:
-            backend = resolve_backend(selector)
-        except BackendError as exc:
-            raise UsageError(str(exc)) from None
-        label = selector
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
+    isolate = bool(args.isolate or (args.timeout is not None and not args.outputs))
+    stop = StopFlag()
+    backend, selector, label = _load_backend(args, stop, timeout, isolate)
     try:
         profile = get_profile(args.profile, args.tol, default=default_profile_name(backend.capabilities))
     except (ValueError, TypeError) as exc:
@@ -248,13 +299,17 @@ def _run(args: argparse.Namespace) -> int:
             source = load_cases(args.golden, args.tier, filters, args.dtype)
         except (ValueError, TypeError) as exc:
             raise UsageError(str(exc)) from None
+    jobs = effective_jobs(args.jobs)
+    if jobs < args.jobs:
+        print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
     options = RunOptions(
-        profile=profile, timeout=args.timeout, isolate=args.isolate, jobs=args.jobs, xfail=xfail,
-        diagnose=not args.no_diagnose, repro=_repro(args, label),
+        profile=profile, timeout=timeout, isolate=isolate, jobs=jobs, xfail=xfail,
+        diagnose=not args.no_diagnose, repro=_repro(args, label), stop=stop,
     )
     bar = Progress(len(source.cases))
     try:
-        report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
+        with sigint_sets(stop):
+            report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
     golden_info = source.info
@@ -280,4 +335,10 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write report: {exc}") from None
-    return 0 if report.ok else 1
+    code = exit_code_for(report)
+    if code == ExitCode.INTERRUPTED:
+        print(f"roperef check: interrupted after {len(report.results)} of {len(report.results) + report.not_run} "
+              "cases (partial report)", file=sys.stderr)
+    elif code == ExitCode.NOTHING_JUDGED:
+        print(f"roperef check: {nothing_judged_line(report)}", file=sys.stderr)
+    return code

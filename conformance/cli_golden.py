@@ -1,10 +1,12 @@
 """``roperef golden``: generate, verify, list, show and audit golden vectors (and ``export`` if installed).
 
 - ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
-  (reference and Numba twin must agree within 2 ulp) and write it atomically; refuses to
-  overwrite a different set without ``--force``.
+  (reference and Numba twin must agree within 2 ulp) and write it as one transaction (the old
+  set or the new one, whatever happens); refuses to overwrite a different set without
+  ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C stops between cases.
 - ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.
-- ``list [--filter PAT] [--tier T]``: catalogue ids with stage and flags.
+- ``list [--filter PAT] [--tier T]``: catalogue ids with stage and flags (default tier smoke, like
+  ``check``); exit 2 when the filter matches nothing.
 - ``show ID [--dir DIR]``: spec, shapes, flags and a few values (from the golden set, else built).
 - ``audit [DIR] [--filter PAT] [--samples N]``: mpmath audit; exit 1 when a forward, backward or
   apply output exceeds 4 units of roundoff of its pair magnitude.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +25,8 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from .exit_codes import ExitCode
 
 __all__ = ["add_parser", "run"]
 
@@ -48,7 +53,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     ver.add_argument("dir", nargs="?", default=None)
     lst = sub.add_parser("list", help="list the catalogue's case ids")
     lst.add_argument("--filter", default=None)
-    lst.add_argument("--tier", choices=("smoke", "full"), default="full")
+    lst.add_argument("--tier", choices=("smoke", "full"), default="smoke")
     show = sub.add_parser("show", help="show one case: spec, shapes, flags, a few values")
     show.add_argument("id")
     show.add_argument("--dir", default=None, help="golden directory to read the case from")
@@ -77,56 +82,83 @@ def _progress(done: int, total: int, label: str, start: float) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     from .cases import catalogue, materialize, select
-    from .golden import default_golden_dir, write_golden
+    from .golden import default_golden_dir, write_golden_set
+    from .interrupt import StopFlag, sigint_sets
 
     recipes = select(catalogue(args.tier), args.filter)
     if not recipes:
         print(f"roperef golden generate: error: --filter {args.filter!r} matches no case", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     out = Path(args.out) if args.out else default_golden_dir()
+    if os.path.lexists(out) and not out.is_dir():
+        print(f"roperef golden generate: error: --out {out}: exists and is not a directory "
+              "(a golden set is a directory)", file=sys.stderr)
+        return ExitCode.USAGE
     start = time.perf_counter()
     cases = []
-    for k, recipe in enumerate(recipes):
-        _progress(k, len(recipes), recipe.id, start)
-        cases.append(materialize(recipe))
+    stop = StopFlag()
+    # Ctrl-C sets a flag, checked between cases: a KeyboardInterrupt raised inside Numba's compiler
+    # callbacks would be printed as "Exception ignored" and lost, and the set written anyway.
+    with sigint_sets(stop):
+        for k, recipe in enumerate(recipes):
+            if stop.is_set():
+                break
+            _progress(k, len(recipes), recipe.id, start)
+            cases.append(materialize(recipe))
+    if stop.is_set():
+        raise KeyboardInterrupt  # nothing was written: the old set is untouched
     _progress(len(recipes), len(recipes), "done", start)
     tier = args.tier if not args.filter else f"{args.tier}-filtered"
     tier = tier if tier in ("smoke", "full") else "custom"
-    write_golden(cases, out, force=args.force, tier=tier)
-    size = sum(p.stat().st_size for p in out.glob("*") if p.is_file())
-    print(f"wrote {len(cases)} cases to {out} ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.1f} s")
-    return 0
+    written = write_golden_set(cases, out, force=args.force, tier=tier)
+    size = sum(p.stat().st_size for p in written.directory.glob("*.npz")) + (written.directory / "manifest.json").stat().st_size
+    if not written.changed:
+        print(f"unchanged: {len(cases)} cases in {written.directory} ({size / 1e6:.2f} MB) are already this golden set "
+              f"(checked in {time.perf_counter() - start:.1f} s)")
+        return ExitCode.OK
+    print(f"wrote {len(cases)} cases to {written.directory} ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.1f} s")
+    return ExitCode.OK
 
 
 def _verify(args: argparse.Namespace) -> int:
     from .golden import default_golden_dir, verify_golden
 
     folder = Path(args.dir) if args.dir else default_golden_dir()
+    if not folder.is_dir():
+        print(f"roperef golden verify: error: {folder}: {'is not a directory' if folder.exists() else 'does not exist'} "
+              "(no golden set there)", file=sys.stderr)
+        return ExitCode.USAGE
     problems = verify_golden(folder)
     for p in problems:
         print(p)
     if problems:
         print(f"{folder}: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     print(f"{folder}: OK (schema, hashes, outputs, frequencies and attention factors recomputed bit for bit)")
-    return 0
+    return ExitCode.OK
 
 
 def _list(args: argparse.Namespace) -> int:
     from .cases import catalogue, select
 
     recipes = select(catalogue(args.tier), args.filter)
+    if not recipes:
+        print(f"roperef golden list: error: --filter {args.filter!r} matches no case of the {args.tier} tier", file=sys.stderr)
+        return ExitCode.USAGE
     for r in recipes:
         print(f"{r.id}  [{r.tier}, {r.stage}] {','.join(r.flags)}")
-    print(f"{len(recipes)} case(s)", file=sys.stderr)
-    return 0
+    print(f"{len(recipes)} case(s) of the {args.tier} tier", file=sys.stderr)
+    return ExitCode.OK
 
 
 def _find_case(case_id: str, directory: str | None):  # type: ignore[no-untyped-def]
     from .cases import catalogue, materialize
-    from .golden import default_golden_dir, load_golden, read_manifest
+    from .golden import GoldenError, default_golden_dir, load_golden, read_manifest
 
     folder = Path(directory) if directory else default_golden_dir()
+    if directory and not (folder / "manifest.json").is_file():
+        raise GoldenError(f"--dir {folder}: {'holds no manifest.json' if folder.is_dir() else 'does not exist'} "
+                          "(no golden set there)")
     if (folder / "manifest.json").is_file():
         manifest, _ = read_manifest(folder)
         if case_id in manifest["cases"]:
@@ -151,19 +183,22 @@ def _show(args: argparse.Namespace) -> int:
         pos = case.positions
         if pos is not None and pos.size:
             print(f"  positions range   [{int(pos.min())}, {int(pos.max())}]")
-    return 0
+    return ExitCode.OK
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from .atomic_files import require_writable_target, write_text_atomic
     from .audit import BOUND_UNITS, audit_case
     from .cases import select
     from .golden import load_golden
 
+    if args.json_out:
+        require_writable_target(args.json_out)  # a FIFO or a directory: refused before the audit, not after
     golden = load_golden(args.dir)
     cases = select(golden.cases, args.filter)
     if not cases:
         print(f"roperef golden audit: error: --filter {args.filter!r} matches no case", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     start = time.perf_counter()
     results = []
     for k, case in enumerate(cases):
@@ -187,12 +222,12 @@ def _audit(args: argparse.Namespace) -> int:
                   f"(worst {worst.id}: {worst.worst}); largest position "
                   f"{max(r.max_position for r in sel)}")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")
+        write_text_atomic(args.json_out, json.dumps([r.to_dict() for r in results], indent=1) + "\n")
     if over:
         for r in over:
             print(f"OVER BOUND ({BOUND_UNITS:g} u): {r.id} {r.max_bound:.3g} at {r.worst}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -204,14 +239,14 @@ def run(args: argparse.Namespace) -> int:
         export = _export_module()
         if export is None:
             print("roperef golden export: error: conformance.cli_export is not installed", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE
         return int(export.run(args))
     if action not in handlers:
         print("usage: roperef golden {generate,verify,list,show,audit" + (",export" if _export_module() else "")
               + "} ...", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         return handlers[action](args)
     except GoldenError as exc:
         print(f"roperef golden {action}: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE

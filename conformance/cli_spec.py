@@ -10,6 +10,9 @@ Every value roperef had to assume (model type it does not know) and every note (
 ignores) is printed on stderr, one line each. Exit codes (:class:`conformance.exit_codes.ExitCode`):
 0 printed / all AGREE; 1 an item DIFFERs; 2 bad input (one line on stderr); 3 ``--against`` could not
 judge anything (transformers does not ship the model type); 5 the model has no RoPE (BERT, GPT-2, ...).
+
+Errors (missing file, bad JSON, JSON past the limits of :mod:`roperef.json_input`, a config
+rule broken, a number out of range) are one line on stderr naming the file, exit status 2.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .exit_codes import ExitCode
 __all__ = ["add_parser", "run", "parse_sets"]
 
 _INPUT_ERRORS = (ValueError, TypeError, FileNotFoundError, PermissionError, IsADirectoryError, RecursionError,
-                 OverflowError)
+                 OverflowError, OSError, MemoryError)
 
 
 def add_parser(subparsers: Any) -> None:

@@ -25,10 +25,17 @@ float64/float32/float16, or as ``<u2`` holding bfloat16 bits. It may instead wri
 optional ``DIR/backend.json`` declares ``{"name", "angle_dtype", "table_dtype",
 "applies_attention_factor"}`` (default: float32 angles and tables). Then
 ``roperef check --outputs DIR`` judges the files against the golden set.
+
+Reading an outputs directory trusts nothing in it: ``export.json`` and ``backend.json`` are read
+within the limits of :mod:`roperef.json_input`; every case folder ``export.json`` names must lie
+inside DIR (no absolute paths, no ``..``, no symbolic link leading out); an ``out_*.npy`` that is
+not a regular file (a FIFO would block) or whose header declares more data than the file holds
+is that case's ERROR, checked before NumPy allocates anything (:mod:`conformance.npy_limits`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +43,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from roperef.json_input import JSONInputError, load_json_file
+
+from .atomic_files import write_bytes_atomic, write_text_atomic
 from .backends.base import Capabilities
 from .case import DTYPES, STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .npy_limits import ArrayFileError, check_npy_file
 
 __all__ = ["SCHEMA", "ExchangeError", "case_folder", "export_case", "export_cases", "read_output", "OutputsBackend"]
 
@@ -93,7 +104,9 @@ def export_case(case: GoldenCase, out_dir: str | Path) -> Path:
     inputs = {}
     for name, _ in case.inputs().items():
         arr = _input_array(case, name)
-        np.save(folder / f"in_{name}.npy", arr, allow_pickle=False)
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        write_bytes_atomic(folder / f"in_{name}.npy", buf.getvalue())
         inputs[name] = {"file": f"in_{name}.npy", "dtype": arr.dtype.name, "shape": list(arr.shape)}
     outputs = {k: {"file": f"out_{k}.npy", "shape": list(np.shape(v))} for k, v in case.expected().items()}
     doc = {
@@ -101,8 +114,8 @@ def export_case(case: GoldenCase, out_dir: str | Path) -> Path:
         "spec": case.spec.to_dict(), "flags": list(case.flags), "seq_len": _seq_len(case),
         "inputs": inputs, "outputs": outputs,
     }
-    (folder / "case.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    (folder / "params.txt").write_text(_params(case), encoding="utf-8")
+    write_text_atomic(folder / "case.json", json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(folder / "params.txt", _params(case))
     return folder
 
 
@@ -112,19 +125,42 @@ def export_cases(cases: Sequence[GoldenCase], out_dir: str | Path, *, golden: di
     for case in cases:
         export_case(case, out)
     index = {"schema": SCHEMA, "golden": golden or {}, "cases": {c.id: case_folder(c.id) for c in cases}}
-    (out / "export.json").write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(out / "export.json", json.dumps(index, indent=1) + "\n")
     return out
 
 
 def read_output(path: Path) -> np.ndarray:
-    """One ``out_*.npy``: float16/32/64, or ``<u2`` as bfloat16 bits. Never unpickles."""
+    """One ``out_*.npy``: float16/32/64, or ``<u2`` as bfloat16 bits. Never unpickles; the header is
+    checked against the file's size first (a FIFO or a forged header is refused, not allocated)."""
     try:
+        check_npy_file(path)
         arr = np.load(path, allow_pickle=False)
+    except ArrayFileError as exc:
+        raise ExchangeError(str(exc)) from None
     except (ValueError, OSError, EOFError) as exc:
         raise ExchangeError(f"{path}: not a readable .npy array ({exc})") from None
     if arr.dtype == np.dtype("<u2") or arr.dtype == np.dtype(">u2"):
         return arr.astype("<u2").view(numpy_dtype("bfloat16"))
     return arr
+
+
+def _note(path: Path, limit: int = 2000) -> str:
+    """The first ``limit`` characters of a program's note (unsupported.txt, error.txt)."""
+    with open(path, "rb") as fh:
+        text = fh.read(limit + 1).decode("utf-8", errors="replace")
+    return (text[:limit] + " ...").strip() if len(text) > limit else text.strip()
+
+
+def _check_folders(root: Path, cases: dict[str, Any]) -> None:
+    """Every case folder named by ``export.json`` is a relative path that stays inside ``root``."""
+    base = root.resolve()
+    for case_id, folder in cases.items():
+        if not isinstance(folder, str) or not folder or Path(folder).is_absolute() or ".." in Path(folder).parts:
+            raise ExchangeError(f"{root / 'export.json'}: case {case_id!r} folder={folder!r}: must be a relative "
+                                "folder name inside the export directory")
+        if not (root / folder).resolve().is_relative_to(base):
+            raise ExchangeError(f"{root / 'export.json'}: case {case_id!r} folder={folder!r}: leads outside "
+                                f"{root} (a symbolic link?)")
 
 
 @dataclass
@@ -142,13 +178,14 @@ class OutputsBackend:
         if not root.is_dir():
             raise ExchangeError(f"--outputs {root}: not a directory")
         try:
-            index = json.loads((root / "export.json").read_text(encoding="utf-8"))
+            index = load_json_file(root / "export.json", what="export index")
         except FileNotFoundError:
             raise ExchangeError(f"--outputs {root}: no export.json (make it with: roperef golden export --out {root})") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ExchangeError(f"{root / 'export.json'}: not valid JSON ({exc})") from None
+        except JSONInputError as exc:
+            raise ExchangeError(str(exc)) from None
         if not isinstance(index, dict) or index.get("schema") != SCHEMA or not isinstance(index.get("cases"), dict):
             raise ExchangeError(f"{root / 'export.json'}: not a {SCHEMA} index")
+        _check_folders(root, index["cases"])
         backend = cls(root, index, name=f"outputs:{root}")
         decl = root / "backend.json"
         if decl.is_file():
@@ -157,9 +194,9 @@ class OutputsBackend:
 
     def _declare(self, path: Path) -> None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ExchangeError(f"{path}: not valid JSON ({exc})") from None
+            data = load_json_file(path, what="backend declaration")
+        except JSONInputError as exc:
+            raise ExchangeError(str(exc)) from None
         allowed = {"name", "angle_dtype", "table_dtype", "applies_attention_factor"}
         if not isinstance(data, dict) or set(data) - allowed:
             raise ExchangeError(f"{path}: expected an object with keys among {', '.join(sorted(allowed))}")
@@ -191,18 +228,18 @@ class OutputsBackend:
         folder = self.root / self.index["cases"].get(case.id, case_folder(case.id))
         note = folder / "unsupported.txt"
         if note.is_file():
-            return "program says: " + (note.read_text(encoding="utf-8", errors="replace").strip() or "unsupported")
+            return "program says: " + (_note(note) or "unsupported")
         return True
 
     def call_case(self, case: GoldenCase) -> tuple[Any, list[str]]:
-        from .runner import StageError
+        from .stage_call import StageError
 
         folder = self.root / self.index["cases"].get(case.id, case_folder(case.id))
         if not folder.is_dir():
             raise StageError(f"case folder {folder} is missing")
         err = folder / "error.txt"
         if err.is_file():
-            raise StageError("program reported: " + err.read_text(encoding="utf-8", errors="replace").strip())
+            raise StageError("program reported: " + _note(err))
         names = STAGE_OUTPUTS[case.stage]
         present = sorted(p.name for p in folder.glob("out_*"))
         expected = [f"out_{n}.npy" for n in names]

@@ -1,15 +1,21 @@
-"""Exit codes of the ``roperef`` command, in one place (README "Exit codes").
+"""The exit codes of the ``roperef`` command, in one place (every subcommand uses these).
 
-- ``OK`` 0: cases were judged and all passed (XFAIL allowed); ``roperef spec``: the spec(s) were printed,
-  or ``--against transformers`` agreed on every item;
-- ``FAILED`` 1: at least one FAIL / ERROR / strict XPASS; ``spec --against``: an item DIFFERs;
-- ``USAGE`` 2: a bad flag, argument, file or config value (one line on stderr);
-- ``NOTHING_JUDGED`` 3: nothing was judged (every case NOT_SUPPORTED or filtered out; ``spec --against``
-  on a model type transformers does not ship) - never 0;
-- ``INTERNAL`` 4: a bug in roperef itself;
-- ``NO_ROPE`` 5: ``roperef spec`` on a config whose model has no RoPE anywhere (BERT, GPT-2, Mamba
-  hybrids, ...): there is no spec to print;
-- ``INTERRUPTED`` 130: stopped by Ctrl-C (a partial report is written, marked interrupted).
+==================  ====  ============================================================
+name                code  meaning
+==================  ====  ============================================================
+``OK``              0     cases were judged and all passed (XFAIL, XPASS allowed);
+                          ``roperef spec``: printed, or ``--against`` agreed on every item
+``FAILED``          1     at least one FAIL or ERROR (``golden verify``/``audit``: a problem;
+                          ``spec --against``: an item DIFFERs)
+``USAGE``           2     usage or input error: bad flag, argument, file, config value or
+                          golden directory (one line on stderr)
+``NOTHING_JUDGED``  3     nothing was judged (every case NOT_SUPPORTED; ``spec --against``
+                          on a model type transformers does not ship); never 0
+``INTERNAL``        4     an internal roperef error (a bug in the judge itself)
+``NO_ROPE``         5     ``roperef spec`` on a model without RoPE anywhere (BERT, GPT-2,
+                          Mamba hybrids, ...): there is no spec to print
+``INTERRUPTED``     130   stopped by Ctrl-C (a partial report is written, marked interrupted)
+==================  ====  ============================================================
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ __all__ = ["ExitCode"]
 
 
 class ExitCode(IntEnum):
+    """Exit status of every ``roperef`` subcommand (see the module docstring)."""
+
     OK = 0
     FAILED = 1
     USAGE = 2

@@ -18,9 +18,13 @@ type string (``<f8`` or ``<i8``), ``shape`` the dimensions joined by ``,`` (empt
 array) and ``data`` the C-order little-endian bytes; e.g. ``b"<f8|2,16,2,64|" + data``.
 
 Nothing is regenerated or overwritten silently: :func:`write_golden` refuses a
-directory holding a different set unless ``force=True`` and replaces each file
-atomically (temporary file + ``os.replace``), the manifest last. Every problem is a
-:class:`GoldenError` naming the file and what is wrong with it.
+directory holding a different set unless ``force=True``, and a write is a transaction: the
+new set is built in a temporary directory beside the target and swapped in atomically, so an
+interrupted or failed write leaves the old set, never a mixture. Reading checks every
+``.npy`` header against the bytes that follow it before anything is allocated
+(:mod:`conformance.npy_limits`) and reads ``manifest.json`` within the limits of
+:mod:`roperef.json_input`. Every problem is a :class:`GoldenError` naming the file and what
+is wrong with it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import io
 import json
 import os
 import re
+import shutil
+import stat
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -38,6 +44,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from roperef.json_input import JSONInputError, load_json_file, loads_limited
 from roperef.spec import RopeSpec
 
 from .case import (
@@ -51,6 +58,8 @@ from .case import (
     TIERS,
     GoldenCase,
 )
+from .atomic_files import fsync_directory
+from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -63,6 +72,8 @@ __all__ = [
     "case_file_name",
     "build_manifest",
     "write_golden",
+    "write_golden_set",
+    "GoldenWrite",
     "load_golden",
     "verify_golden",
     "recompute",
@@ -200,75 +211,117 @@ def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _same_cases(target: Path, manifest: Mapping[str, Any]) -> bool:
     """The manifest at ``target`` lists the same cases (ids, specs, hashes) as ``manifest``.
 
     Library versions may differ: the same cases written by another NumPy/Numba are the same set.
     """
     try:
-        old = json.loads(target.read_text())
-    except (OSError, ValueError):
+        old = _read_json(target)
+    except (GoldenError, OSError):
         return False
     return isinstance(old, dict) and old.get("cases") == manifest["cases"] and old.get("tier") == manifest["tier"]
 
 
-def write_golden(cases: Iterable[GoldenCase], directory: str | os.PathLike, *, force: bool = False,
-                 tier: str = "smoke") -> dict[str, Any]:
-    """Write ``cases`` as a golden set into ``directory``; returns the manifest.
+@dataclass(frozen=True)
+class GoldenWrite:
+    """What :func:`write_golden_set` did: the manifest, whether anything changed, the directory."""
 
-    Refuses (:class:`GoldenError`) when the directory holds a *different* golden set (or
-    stray ``.npz`` files) unless ``force``; the same set (same cases and hashes, whatever the
-    library versions in its manifest) is left untouched. Files are
-    replaced atomically, the manifest last; with ``force`` the files of the old set that
-    the new one does not list are removed.
-    """
-    directory = Path(directory)
-    cases = sorted(cases, key=lambda c: c.id)
-    files = {case_file_name(c.id): npz_bytes(c.arrays) for c in cases}
-    manifest = build_manifest(cases, files, tier)
-    data = manifest_bytes(manifest)
+    manifest: dict[str, Any] = field(repr=False)
+    changed: bool
+    directory: Path
+
+
+def _check_target(directory: Path, manifest: Mapping[str, Any], force: bool) -> bool:
+    """Whether ``directory`` already holds this very set, sound (nothing to do); GoldenError when the
+    write must be refused (a file, a different set or stray .npz files without ``force``)."""
+    if os.path.lexists(directory) and not directory.is_dir():
+        raise GoldenError(f"{directory}: exists and is not a directory; refusing to write a golden set there")
     target = directory / MANIFEST
-    old_files: set[str] = set()
     if target.exists():
         same = _same_cases(target, manifest)
         damage = verify_golden(directory, recompute_outputs=False) if same else []
         if same and not damage:
-            return manifest
+            return True
         if not force:
             if same:
                 raise GoldenError(f"{directory}: this golden set is here but damaged ({damage[0]}); "
                                   "refusing to rewrite it (pass --force / force=True)")
             raise GoldenError(f"{target}: a different golden set is already here; refusing to overwrite it "
                               "(pass --force / force=True to replace it)")
-        try:
-            old_files = {e.get("file", "") for e in json.loads(target.read_text())["cases"].values()}
-        except (ValueError, KeyError, AttributeError, TypeError):
-            old_files = set()
     elif directory.is_dir() and any(directory.glob("*.npz")) and not force:
         raise GoldenError(f"{directory}: holds .npz files but no {MANIFEST}; refusing to write over them "
                           "(pass --force / force=True)")
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, blob in files.items():
-        _atomic_write(directory / name, blob)
-    _atomic_write(target, data)
-    for name in sorted(old_files - set(files)):
-        if _FILE_RE.match(name) and (directory / name).is_file():
-            (directory / name).unlink()
-    return manifest
+    return False
+
+
+def _carry_extras(old: Path, staging: Path) -> None:
+    """Copy what is not part of a golden set (README.md, notes, subfolders) from ``old`` into ``staging``."""
+    if not old.is_dir():
+        return
+    for entry in old.iterdir():
+        if entry.name == MANIFEST or entry.suffix == ".npz":
+            continue
+        dest = staging / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), dest)
+        elif entry.is_dir():
+            shutil.copytree(entry, dest, symlinks=True)
+        elif entry.is_file():
+            shutil.copy2(entry, dest)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    with open(path, "xb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, *, force: bool = False,
+                     tier: str = "smoke") -> GoldenWrite:
+    """Write ``cases`` as the golden set at ``directory``, as one transaction.
+
+    Refuses (:class:`GoldenError`) a path that is a file, a directory holding a *different*
+    golden set or stray ``.npz`` files unless ``force``; the same set (same cases and hashes,
+    whatever the library versions in its manifest), undamaged, is left untouched
+    (``changed=False``). Otherwise the whole new set (every ``.npz``, the manifest, and a copy of
+    anything else in the old directory such as its README) is built in a temporary directory
+    beside ``directory`` and swapped in atomically (:func:`conformance.atomic_files.swap_in_directory`);
+    the old set is then removed. An interruption, a full disk or a read-only directory at any
+    point leaves the old set exactly as it was (the temporary directory is removed).
+    """
+    from .atomic_files import swap_in_directory
+
+    directory = Path(directory)
+    if directory.is_symlink():
+        directory = directory.resolve()
+    cases = sorted(cases, key=lambda c: c.id)
+    files = {case_file_name(c.id): npz_bytes(c.arrays) for c in cases}
+    manifest = build_manifest(cases, files, tier)
+    data = manifest_bytes(manifest)
+    if _check_target(directory, manifest, force):
+        return GoldenWrite(manifest, False, directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=directory.parent))
+    try:
+        os.chmod(staging, (os.stat(directory).st_mode & 0o7777) if directory.is_dir() else 0o755)
+        for name, blob in files.items():
+            _write_new(staging / name, blob)
+        _write_new(staging / MANIFEST, data)
+        _carry_extras(directory, staging)
+        fsync_directory(staging)
+        swap_in_directory(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return GoldenWrite(manifest, True, directory)
+
+
+def write_golden(cases: Iterable[GoldenCase], directory: str | os.PathLike, *, force: bool = False,
+                 tier: str = "smoke") -> dict[str, Any]:
+    """Write ``cases`` as a golden set into ``directory`` (see :func:`write_golden_set`); returns the manifest."""
+    return write_golden_set(cases, directory, force=force, tier=tier).manifest
 
 
 # --------------------------------------------------------------------------- reading
@@ -276,6 +329,14 @@ def write_golden(cases: Iterable[GoldenCase], directory: str | os.PathLike, *, f
 
 def _fail(path: Path, problem: str) -> GoldenError:
     return GoldenError(f"{path}: {problem}")
+
+
+def _read_json(path: Path) -> Any:
+    """``path`` parsed within the limits of :mod:`roperef.json_input`; GoldenError naming the file."""
+    try:
+        return load_json_file(path, what="manifest")
+    except JSONInputError as exc:
+        raise GoldenError(str(exc)) from None
 
 
 def _check_fields(path: Path, where: str, data: Any, allowed: set[str]) -> None:
@@ -289,16 +350,36 @@ def _check_fields(path: Path, where: str, data: Any, allowed: set[str]) -> None:
         raise _fail(path, f"{where} is missing field(s) {missing}")
 
 
+#: the largest manifest.json read (the full tier's is about 2 MB)
+MAX_MANIFEST_BYTES = 64 * 2**20
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (a FIFO or device is never opened), at most ``limit``."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(path, "not a regular file (a FIFO, device or directory is never opened)")
+        if st.st_size > limit:
+            raise _fail(path, f"{st.st_size} bytes, more than the limit of {limit} bytes")
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError as exc:
+        raise _fail(path, f"cannot read ({exc.strerror or exc})") from None
+
+
 def read_manifest(directory: Path) -> tuple[dict[str, Any], bytes]:
     """The parsed, schema-checked manifest and its bytes."""
     path = directory / MANIFEST
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise _fail(path, "missing (no golden set here; run `roperef golden generate`)")
-    raw = path.read_bytes()
     try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _fail(path, f"does not parse as JSON ({exc})") from None
+        raw = _read_regular(path, MAX_MANIFEST_BYTES)
+        manifest = loads_limited(raw.decode("utf-8"), source=str(path))
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"does not parse as JSON (not UTF-8 text: byte {exc.start})") from None
+    except JSONInputError as exc:
+        raise GoldenError(str(exc).replace(": not valid JSON", ": does not parse as JSON", 1)) from None
     _check_fields(path, "the manifest", manifest, _TOP_FIELDS)
     if manifest["schema_version"] != SCHEMA_VERSION:
         raise _fail(path, f"schema_version={manifest['schema_version']!r}: this reader knows {SCHEMA_VERSION}")
@@ -321,9 +402,9 @@ def read_manifest(directory: Path) -> tuple[dict[str, Any], bytes]:
 
 def _load_case(directory: Path, case_id: str, entry: Mapping[str, Any], verify_hashes: bool) -> GoldenCase:
     path = directory / entry["file"]
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise _fail(path, f"missing (listed in {MANIFEST} for case {case_id})")
-    blob = path.read_bytes()
+    blob = _read_regular(path, MAX_ARRAY_BYTES + 2**20)
     if verify_hashes:
         digest = hashlib.sha256(blob).hexdigest()
         if digest != entry["sha256"]:
@@ -331,6 +412,8 @@ def _load_case(directory: Path, case_id: str, entry: Mapping[str, Any], verify_h
                         "the file is truncated, modified or from another set")
     arrays: dict[str, np.ndarray] = {}
     try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+            check_npz_archive(zf, str(path))
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
             names = sorted(npz.files)
             if names != sorted(entry["arrays"]):
@@ -344,6 +427,8 @@ def _load_case(directory: Path, case_id: str, entry: Mapping[str, Any], verify_h
                 arrays[name] = arr
     except GoldenError:
         raise
+    except ArrayFileError as exc:
+        raise GoldenError(str(exc)) from None
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
         raise _fail(path, f"not a readable .npz archive ({type(exc).__name__}: {exc})") from None
     for name, arr in arrays.items():

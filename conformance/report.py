@@ -1,10 +1,15 @@
 """Reports of a run: console table, JSON (docs/report-schema.md), JUnit XML, Markdown, plots.
 
 Every FAIL/ERROR line ends with a copy-paste command that reproduces just that case.
+Report files are written atomically (a temporary file beside the target, then ``os.replace``):
+a full disk or a read-only directory leaves the old file or none, never a partial one. A run
+stopped by Ctrl-C is reported as such (``INTERRUPTED`` in the summary, ``summary.interrupted``
+and ``summary.not_run`` in the JSON).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import platform
 import sys
@@ -12,6 +17,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
+from .atomic_files import write_bytes_atomic, write_text_atomic
+from .exit_codes import ExitCode
+from .run_verdict import exit_code_for
 from .runner import STATUSES, CaseResult, RunReport
 
 __all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
@@ -51,7 +59,10 @@ def _budget(r: CaseResult) -> float:
 def summary_line(report: RunReport) -> str:
     c = report.counts()
     parts = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
-    verdict = "OK" if report.ok else "FAILED"
+    if report.interrupted:
+        return (f"INTERRUPTED: {len(report.results)} cases judged before Ctrl-C, {report.not_run} not run "
+                f"({parts or 'none'}) in {report.seconds:.1f} s")
+    verdict = "FAILED" if not report.ok else "NOTHING JUDGED" if report.judged == 0 else "OK"
     return f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
 
 
@@ -70,7 +81,9 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
       f"tables {report.capabilities.get('table_dtype')})\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
       f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
-    if golden:
+    if golden and golden.get("directory") is None and golden.get("source"):
+        w(f"golden set: {golden['source']}\n")
+    elif golden:
         what = "your cases" if golden.get("tier") == "user" else "golden set"
         w(f"{what} {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
     for note in report.notes:
@@ -109,7 +122,9 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
         "golden": dict(golden or {}),
         "backend": {"name": report.backend, "capabilities": report.capabilities, "notes": list(report.notes)},
         "profile": report.profile,
-        "summary": {"ok": report.ok, "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3)},
+        "summary": {"ok": exit_code_for(report) == ExitCode.OK, "exit_code": int(exit_code_for(report)),
+                    "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3),
+                    "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs},
         "stale_xfails": report.stale_xfails,
         "results": [r.to_dict() for r in report.results],
     }
@@ -126,7 +141,7 @@ def _finite_json(obj: Any) -> Any:
 
 
 def write_json(report: RunReport, path: str | Path, **kw: Any) -> None:
-    Path(path).write_text(json.dumps(_finite_json(to_json(report, **kw)), indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(_finite_json(to_json(report, **kw)), indent=1) + "\n")
 
 
 def write_junit(report: RunReport, path: str | Path) -> None:
@@ -154,7 +169,11 @@ def write_junit(report: RunReport, path: str | Path) -> None:
                 ET.SubElement(tc, "skipped", message=f"{r.status}: {r.xfail_reason or r.message}"[:500])
             elif r.status == "XPASS":
                 ET.SubElement(tc, "system-out").text = f"XPASS (expected failure: {r.xfail_reason})"
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    if report.interrupted:
+        root.set("interrupted", "true")
+    buf = io.BytesIO()
+    ET.ElementTree(root).write(buf, encoding="utf-8", xml_declaration=True)
+    write_bytes_atomic(path, buf.getvalue())
 
 
 def _md(text: str) -> str:
@@ -164,7 +183,9 @@ def _md(text: str) -> str:
 def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
     lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
     lines += [f"> **Note:** {_md(note)}" for note in report.notes] + ([""] if report.notes else [])
-    if golden:
+    if golden and golden.get("directory") is None and golden.get("source"):
+        lines += [f"Golden set: {golden['source']}.", ""]
+    elif golden:
         what = "Your cases" if golden.get("tier") == "user" else "Golden set"
         lines += [f"{what} `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
     lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
@@ -177,7 +198,7 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
         for r in bad:
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
             lines.append(f"| {r.status} | `{r.id}` | {_md(r.message)} | {_md(diag)} | `{_md(r.repro)}` |")
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) -> list[Path]:
@@ -209,7 +230,9 @@ def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) 
         ax.legend(loc="best", fontsize=7)
         fig.tight_layout()
         path = out_dir / (r.id.replace("/", "__").replace("@", "_") + ".png")
-        fig.savefig(path, dpi=90)
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=90, format="png")
+        write_bytes_atomic(path, buf.getvalue())
         plt.close(fig)
         written.append(path)
     return written

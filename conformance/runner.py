@@ -8,16 +8,26 @@ then the tolerance model (:mod:`conformance.tolerance`) and, on a FAIL, the diag
 (:mod:`conformance.diagnose`). Expected failures (:mod:`conformance.xfail`) turn FAIL/ERROR
 into XFAIL and PASS into XPASS. The run always goes on.
 
-``isolate=True`` runs the backend in a worker process (spawned; restarted after a crash
-or a timeout), so a segfault or a hang becomes an ERROR of that case only.
+Backend code never runs in the runner's own thread: in process, every call goes through a
+:class:`~conformance.stage_call.CallThread` (whatever it raises, ``SystemExit`` and
+``KeyboardInterrupt`` included, is that case's ERROR; past the time limit, default
+:data:`~conformance.stage_call.DEFAULT_TIMEOUT_S`, it is abandoned and the case is ERROR);
+``isolate=True`` runs it in worker processes (spawned; killed and restarted after a crash or a
+time-out), so a segfault or a hang becomes an ERROR of that case only. After
+``max_consecutive_timeouts`` time-outs in a row the backend is taken to be hung and the
+remaining cases are ERROR without being called. ``jobs`` is capped by the number of CPU cores
+(:func:`effective_jobs`). When ``options.stop`` is set (Ctrl-C) the run stops within
+:data:`~conformance.interrupt.POLL_S` seconds plus the time to kill its workers and returns the
+partial report, ``interrupted=True``.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -27,10 +37,13 @@ from roperef.layout import pair_map
 
 from .backends.base import declaration_notes
 from .case import STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .interrupt import POLL_S, StopFlag
+from .stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
 from .tolerance import Metrics, Profile, Resolved, bounds, compare, default_profile_name, get_profile, resolve
 from .xfail import XfailList
 
-__all__ = ["STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "call_stage", "judge_case", "stage_order"]
+__all__ = ["STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "call_stage", "judge_case",
+           "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S"]
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
 FAILING = frozenset({"FAIL", "ERROR"})
@@ -76,17 +89,21 @@ class CaseResult:
 
 @dataclass
 class RunOptions:
-    """How to run: tolerance profile (None: by the backend's angle dtype), timeout per call (s),
-    isolation, parallel jobs, expected failures, whether to diagnose, how to print a repro."""
+    """How to run: tolerance profile (None: by the backend's angle dtype), time limit per backend
+    call in seconds (None: no limit), isolation, parallel jobs (capped by the core count), expected
+    failures, whether to diagnose, how to print a repro, the stop flag (Ctrl-C) and how many
+    time-outs in a row mean the backend is hung (0: never give up)."""
 
     profile: str | Profile | None = None
     tolerance_overrides: Sequence[str] = ()
-    timeout: float | None = None
+    timeout: float | None = DEFAULT_TIMEOUT_S
     isolate: bool = False
     jobs: int = 1
     xfail: XfailList | None = None
     diagnose: bool = True
     repro: Callable[[GoldenCase], str] | None = None
+    stop: StopFlag | None = None
+    max_consecutive_timeouts: int = 3
 
 
 @dataclass
@@ -98,6 +115,11 @@ class RunReport:
     seconds: float = 0.0
     stale_xfails: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # the backend's declaration notes (declaration_notes)
+    #: the run was stopped (Ctrl-C) before every case was judged; ``not_run`` cases were not
+    interrupted: bool = False
+    not_run: int = 0
+    #: parallel jobs actually used (``options.jobs`` capped by the core count)
+    jobs: int = 1
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -109,6 +131,25 @@ class RunReport:
     def ok(self) -> bool:
         return not any(r.status in FAILING for r in self.results)
 
+    @property
+    def judged(self) -> int:
+        """Cases that got a verdict (everything but NOT_SUPPORTED)."""
+        return sum(r.status != "NOT_SUPPORTED" for r in self.results)
+
+
+def cpu_count() -> int:
+    """CPU cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def effective_jobs(jobs: int | None) -> int:
+    """``jobs`` capped by the number of CPU cores (at least 1): more threads or worker processes
+    than cores only compete for them (and ``--jobs 1000 --isolate`` would start 1000 processes)."""
+    return max(1, min(int(jobs or 1), cpu_count()))
+
 
 def stage_order(cases: Iterable[GoldenCase]) -> list[GoldenCase]:
     """Cases sorted stage by stage (inv_freq, cos_sin, apply, forward, backward), stable within."""
@@ -118,64 +159,12 @@ def stage_order(cases: Iterable[GoldenCase]) -> list[GoldenCase]:
 # ----------------------------------------------------------------------------- calling
 
 
-class StageError(Exception):
-    """The backend raised, hung or crashed (ERROR)."""
-
-
-def _stage_args(case: GoldenCase) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    a, spec = case.arrays, case.spec
-    if case.stage == "inv_freq":
-        return (spec, int(np.asarray(a["seq_len"]))), {}
-    if case.stage == "cos_sin":
-        return (spec, np.array(a["positions"], dtype=np.int64)), {}
-    if case.stage == "apply":
-        return (case.input_as("x").copy(), case.input_as("cos").copy(), case.input_as("sin").copy(), spec), {}
-    name = "x" if case.stage == "forward" else "grad"
-    kwargs = {"cu_seqlens": np.array(a["cu_seqlens"], dtype=np.int64)} if "cu_seqlens" in a else {}
-    return (case.input_as(name).copy(), np.array(a["positions"], dtype=np.int64), spec), kwargs
-
-
-def call_stage(backend: Any, case: GoldenCase) -> tuple[Any, list[str]]:
-    """Call the backend's stage on fresh copies of the inputs; returns (raw result, inputs it modified)."""
-    args, kwargs = _stage_args(case)
-    before = [np.array(v, copy=True) if isinstance(v, np.ndarray) else None for v in args]
-    kw_before = {k: np.array(v, copy=True) for k, v in kwargs.items()}
-    raw = getattr(backend, case.stage)(*args, **kwargs)
-    names = {"inv_freq": ("spec", "seq_len"), "cos_sin": ("spec", "positions"), "apply": ("x", "cos", "sin", "spec")}
-    arg_names = names.get(case.stage, ("x" if case.stage == "forward" else "grad", "positions", "spec"))
-    modified = [
-        n for n, v, b in zip(arg_names, args, before) if b is not None and not np.array_equal(v, b, equal_nan=True)
-    ]
-    modified += [k for k, v in kwargs.items() if not np.array_equal(v, kw_before[k])]
-    return raw, modified
-
-
-def _with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
-    if not timeout:
-        return fn()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True, name="roperef-stage")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise StageError(f"timed out after {timeout:g} s (the call was abandoned; use --isolate to kill hung backends)")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 # ----------------------------------------------------------------------------- checking outputs
 
 
 def _as_outputs(case: GoldenCase, raw: Any) -> dict[str, np.ndarray]:
-    """Map the raw return value onto the stage's output names; StageError if malformed."""
+    """Map the raw return value onto the stage's output names; StageError (ERROR) if it is not the
+    stage's outputs: not a tuple of the right length, None, a string, or not an array of numbers."""
     names = STAGE_OUTPUTS[case.stage]
     if len(names) == 1:
         values = (raw,)
@@ -185,16 +174,30 @@ def _as_outputs(case: GoldenCase, raw: Any) -> dict[str, np.ndarray]:
         values = tuple(raw)
     out = {}
     for name, value in zip(names, values):
+        if value is None or isinstance(value, (str, bytes)):
+            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array")
         try:
-            out[name] = np.asarray(value)
+            arr = np.asarray(value)
         except Exception as exc:  # noqa: BLE001
             raise StageError(f"output {name} is not convertible to a NumPy array ({exc})") from None
+        if arr.dtype.kind in "OUSV" and _precision(arr.dtype) is None:
+            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array of "
+                             f"numbers (dtype {arr.dtype})")
+        out[name] = arr
     return out
 
 
+def _precision(dtype: np.dtype) -> int | None:
+    """Significand bits of a float dtype (bfloat16 8 ... float64 53, float128/longdouble 64 or 113); None otherwise."""
+    if dtype.name in _PRECISION:
+        return _PRECISION[dtype.name]
+    if dtype.kind == "f":
+        return int(np.finfo(dtype).nmant) + 1
+    return None
+
+
 def _float_dtype_name(arr: np.ndarray) -> str | None:
-    name = arr.dtype.name
-    return name if name in _PRECISION else None
+    return arr.dtype.name if _precision(arr.dtype) is not None else None
 
 
 def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | None:
@@ -203,8 +206,8 @@ def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | 
         got = outputs[name]
         dt = _float_dtype_name(got)
         if dt is None and not (name == "attention_factor" and got.dtype.kind in "iu"):
-            return f"output {name} has dtype {got.dtype}, expected a float dtype (float64/32/16, bfloat16)"
-        if dt is not None and case.stage in ("apply", "forward", "backward") and _PRECISION[dt] < _PRECISION[case.dtype]:
+            return f"output {name} has dtype {got.dtype}, expected a float dtype (float128/64/32/16, bfloat16)"
+        if dt is not None and case.stage in ("apply", "forward", "backward") and _precision(got.dtype) < _PRECISION[case.dtype]:
             return f"output {name} has dtype {dt}, less precise than the case dtype {case.dtype}"
         if got.shape != np.shape(exp):
             return f"output {name} has shape {got.shape}, expected {np.shape(exp)}"
@@ -253,7 +256,7 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
     problem = check_outputs(case, outputs)
     if problem:
         return Judged("FAIL", problem)
-    out_dtype = min((o.dtype for o in outputs.values() if _float_dtype_name(o)), key=lambda d: _PRECISION[d.name], default=np.dtype(np.float64))
+    out_dtype = min((o.dtype for o in outputs.values() if _float_dtype_name(o)), key=_precision, default=np.dtype(np.float64))
     if case.stage == "inv_freq":
         out_dtype = outputs["inv_freq"].dtype if _float_dtype_name(outputs["inv_freq"]) else np.dtype(np.float64)
     r = resolve(profile, caps, case, out_dtype)
@@ -286,17 +289,23 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
 
 
 class _InProcess:
-    def __init__(self, backend: Any, timeout: float | None) -> None:
-        self.backend, self.timeout = backend, timeout
+    """Calls an in-process backend through its own :class:`CallThread` (one per job slot)."""
+
+    def __init__(self, backend: Any, timeout: float | None, stop: StopFlag | None = None) -> None:
+        self.backend, self.timeout, self.stop = backend, timeout, stop
+        self.thread = CallThread()
+
+    def supports(self, case: GoldenCase) -> Any:
+        return self.thread.call(lambda: self.backend.supports(case), "supports()", self.timeout, self.stop)
 
     def __call__(self, case: GoldenCase) -> tuple[Any, list[str]]:
         own = getattr(self.backend, "call_case", None)  # file-based backends serve whole cases
         if callable(own):
-            return _with_timeout(lambda: own(case), self.timeout)
-        return _with_timeout(lambda: call_stage(self.backend, case), self.timeout)
+            return self.thread.call(lambda: own(case), case.stage, self.timeout, self.stop)
+        return self.thread.call(lambda: call_stage(self.backend, case), case.stage, self.timeout, self.stop)
 
     def close(self) -> None:
-        pass
+        self.thread.close()
 
 
 def _profile_for(options: RunOptions, caps: Any) -> Profile:
@@ -305,16 +314,28 @@ def _profile_for(options: RunOptions, caps: Any) -> Profile:
     return get_profile(options.profile, options.tolerance_overrides, default=default_profile_name(caps))
 
 
+def _supports(case: GoldenCase, backend: Any, call: Any) -> Any:
+    """The backend's verdict, asked through the caller (a call thread or a worker process) when it can."""
+    ask = getattr(call, "supports", None)
+    if callable(ask):
+        return ask(case)
+    try:
+        return backend.supports(case)
+    except Exception as exc:  # noqa: BLE001
+        raise StageError(f"supports() raised {type(exc).__name__}: {exc}") from None
+
+
 def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[Any, list[str]]], profile: Profile, options: RunOptions) -> CaseResult:
-    """Run and judge one case; never raises."""
+    """Run and judge one case; never raises, except :class:`~conformance.stage_call.Interrupted`
+    when the user stops the run."""
     start = time.perf_counter()
     res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
     res.repro = options.repro(case) if options.repro else ""
     try:
-        verdict = backend.supports(case)
-    except Exception as exc:  # noqa: BLE001
+        verdict = _supports(case, backend, call)
+    except StageError as exc:
         verdict = None
-        res.message = f"supports() raised {type(exc).__name__}: {exc}"
+        res.message = str(exc)
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
     elif verdict is True:
@@ -324,6 +345,8 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
             outputs = _as_outputs(case, raw)
         except StageError as exc:
             res.status, res.message = "ERROR", str(exc)
+        except Interrupted:
+            raise
         except Exception as exc:  # noqa: BLE001 - a backend exception is a result, not a crash
             res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
         if outputs is not None:
@@ -351,6 +374,42 @@ def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:
         res.status = "XPASS"
 
 
+class _HangGuard:
+    """Counts time-outs in a row; past ``limit`` the backend is taken to be hung (``limit`` 0: never)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.in_a_row, self._lock = limit, 0, threading.Lock()
+
+    def note(self, res: CaseResult) -> None:
+        with self._lock:
+            self.in_a_row = self.in_a_row + 1 if res.message.startswith(TIMED_OUT) else 0
+
+    @property
+    def hung(self) -> bool:
+        return self.limit > 0 and self.in_a_row >= self.limit
+
+    def skipped(self, case: GoldenCase, options: RunOptions) -> CaseResult:
+        res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
+        res.repro = options.repro(case) if options.repro else ""
+        res.message = (f"not run: the backend timed out on {self.in_a_row} calls in a row and looks hung "
+                       "(rerun this case alone with its repro command, or raise --timeout)")
+        apply_xfail(res, options.xfail)
+        return res
+
+
+def _make_caller(backend: Any, options: RunOptions, selector: str | None, stop: StopFlag) -> Any:
+    if options.isolate:
+        from .isolate import Worker
+
+        take = getattr(backend, "take_worker", None)  # an IsolatedBackend lends the worker that loaded it
+        spare = take() if callable(take) else None
+        if spare is not None:
+            spare.timeout, spare.stop = options.timeout, stop
+            return spare
+        return Worker(str(selector), options.timeout, stop)
+    return _InProcess(backend, options.timeout, stop)
+
+
 def run_cases(
     backend: Any,
     cases: Sequence[GoldenCase],
@@ -360,55 +419,92 @@ def run_cases(
     selector: str | None = None,
 ) -> RunReport:
     """Run ``cases`` (stage by stage) on ``backend``. ``selector`` (a name or module:attr) is
-    needed for ``isolate`` (the worker resolves it again in its own process)."""
+    needed for ``isolate`` (the worker resolves it again in its own process; ``backend`` then only
+    gives the name and capabilities, e.g. an :class:`~conformance.isolate.IsolatedBackend`)."""
     options = options or RunOptions()
     caps = backend.capabilities
     profile = _profile_for(options, caps)
     ordered = stage_order(cases)
     t0 = time.perf_counter()
-    jobs = max(1, int(options.jobs or 1))
-    if options.isolate:
-        from .isolate import WorkerPool
+    jobs = effective_jobs(options.jobs)
+    if options.isolate and not selector:
+        raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
+    stop = options.stop or StopFlag()
+    guard = _HangGuard(options.max_consecutive_timeouts)
+    results: dict[int, CaseResult] = {}
+    callers: list[Any] = []
 
-        if not selector:
-            raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
-        pool = WorkerPool(selector, jobs, options.timeout)
-        calls: Callable[[], Any] = pool.acquire
-        release = pool.release
-    else:
-        single = _InProcess(backend, options.timeout)
-        calls, release, pool = (lambda: single), (lambda c: None), None
-
-    def task(case: GoldenCase) -> CaseResult:
-        call = calls()
-        try:
-            result = run_one(case, backend, call, profile, options)
-        finally:
-            release(call)
+    def task(index: int, case: GoldenCase, call: Any) -> None:
+        result = guard.skipped(case, options) if guard.hung else run_one(case, backend, call, profile, options)
+        if not guard.hung:
+            guard.note(result)
+        results[index] = result
         if progress:
             progress(result)
-        return result
 
+    def slot(work: "queue.SimpleQueue[tuple[int, GoldenCase]]", errors: list[BaseException]) -> None:
+        call = _make_caller(backend, options, selector, stop)
+        callers.append(call)
+        try:
+            while not stop.is_set():
+                try:
+                    index, case = work.get_nowait()
+                except queue.Empty:
+                    return
+                task(index, case, call)
+        except Interrupted:
+            return
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+            stop.set()
+        finally:
+            call.close()
+
+    work: "queue.SimpleQueue[tuple[int, GoldenCase]]" = queue.SimpleQueue()
+    for item in enumerate(ordered):
+        work.put(item)
+    errors: list[BaseException] = []
     try:
         if jobs == 1:
-            results = [task(c) for c in ordered]
+            slot(work, errors)
         else:
-            with ThreadPoolExecutor(max_workers=jobs) as ex:
-                results = list(ex.map(task, ordered))
+            threads = [threading.Thread(target=slot, args=(work, errors), daemon=True, name=f"roperef-job-{k}")
+                       for k in range(jobs)]
+            for t in threads:
+                t.start()
+            _wait_for(threads, stop)
     finally:
-        if pool is not None:
-            pool.close()
+        for call in callers:
+            call.close()
+    if errors:
+        raise errors[0]
+    done = [results[i] for i in sorted(results)]
     report = RunReport(
         backend=str(getattr(backend, "name", selector or "backend")),
         capabilities=caps.to_dict() if hasattr(caps, "to_dict") else {},
         profile=profile.to_dict(),
-        results=results,
+        results=done,
         seconds=time.perf_counter() - t0,
         notes=list(declaration_notes(backend)),
+        interrupted=stop.is_set() and len(done) < len(ordered),
+        not_run=len(ordered) - len(done),
+        jobs=jobs,
     )
     if options.xfail is not None:
-        report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in results])
+        report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in done])
     return report
+
+
+def _wait_for(threads: list[threading.Thread], stop: StopFlag, grace: float = 1.0) -> None:
+    """Wait for the job threads; once ``stop`` is set, give them ``grace`` seconds, then leave them."""
+    deadline: float | None = None
+    while any(t.is_alive() for t in threads):
+        for t in threads:
+            t.join(POLL_S)
+        if stop.is_set():
+            deadline = deadline or time.monotonic() + grace
+            if time.monotonic() >= deadline:
+                return
 
 
 def case_dtype(case: GoldenCase) -> np.dtype:

@@ -177,11 +177,17 @@ def _profile_from_mapping(name: str, data: Mapping[str, Any], source: str) -> Pr
 def _load_toml(path: Path) -> Profile:
     import tomllib
 
+    from roperef.json_input import JSONInputError, read_text_file
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text_file(path, what="profile file", max_bytes=2**20))
     except FileNotFoundError:
         bad("--profile", str(path), "file not found")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except JSONInputError as exc:  # a FIFO, a directory, too large, not UTF-8
+        bad("--profile", str(path), str(exc).removeprefix(f"{path}: "))
+    except RecursionError:
+        bad("--profile", str(path), "is nested too deeply to parse")
+    except tomllib.TOMLDecodeError as exc:
         bad("--profile", str(path), f"is not valid TOML ({exc})")
     table = data.get("profile", data)
     if not isinstance(table, Mapping):

@@ -77,11 +77,13 @@ def parse_xfail(text: str, source: str = "<xfail>") -> XfailList:
 
 
 def load_xfail(path: str | Path) -> XfailList:
+    from roperef.json_input import JSONInputError, read_text_file
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p, what="expected-failure file", max_bytes=16 * 2**20)
     except FileNotFoundError:
         bad("--xfail", str(p), "file not found")
-    except (UnicodeDecodeError, IsADirectoryError) as exc:
-        bad("--xfail", str(p), f"is not a readable text file ({exc})")
+    except JSONInputError as exc:  # a FIFO, a directory, too large, not UTF-8
+        bad("--xfail", str(p), str(exc).removeprefix(f"{p}: "))
     return parse_xfail(text, str(p))

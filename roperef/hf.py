@@ -39,16 +39,18 @@ __all__ = ["HFQuirks", "MODEL_DEFAULTS", "Assumption", "ModelRope", "NoRopeError
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a ``config.json`` file (JSON ``NaN``/``Infinity`` are read, then rejected by validation)."""
+    """Read a ``config.json`` file within the limits of :mod:`roperef.json_input` (nesting depth,
+    integer digits, finite floats, file size, regular file); JSON ``NaN``/``Infinity`` are read,
+    then rejected by validation."""
+    from .json_input import JSONInputError, load_json_file
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = load_json_file(p, what="config file")
     except FileNotFoundError:
         raise FileNotFoundError(f"config={str(p)!r}: file not found") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        bad("config", str(p), f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except JSONInputError as exc:
+        bad("config", str(p), str(exc).removeprefix(f"{p}: "))
     if not isinstance(data, dict):
         bad("config", data, f"{p.name} must hold a JSON object", TypeError)
     return data

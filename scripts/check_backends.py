@@ -13,9 +13,9 @@ Backends in :data:`EXTRA_CASES` are also judged on those case directories (``rop
 DIR``, same xfail file; reports in ``REPORT_DIR/cases/``, which make_backends_doc.py does not read).
 
 Exit 1 when any check exits non-zero (a FAIL or ERROR not in the backend's xfail file),
-or when a CPU backend judged no case at all (every case NOT_SUPPORTED usually means its
-library failed to install or import). GPU-only backends (:data:`GPU_ONLY`) may be all
-NOT_SUPPORTED on a machine without CUDA. Exit 2 on usage errors.
+or when a CPU backend judged no case at all (``roperef check`` exit 3: every case NOT_SUPPORTED
+usually means its library failed to install or import). GPU-only backends (:data:`GPU_ONLY`)
+may be all NOT_SUPPORTED (exit 3) on a machine without CUDA. Exit 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def xfail_file(name: str) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from conformance.backends.names import BUILTIN_BACKENDS
+    from conformance.exit_codes import ExitCode
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report_dir", type=Path)
@@ -79,10 +80,13 @@ def main(argv: list[str] | None = None) -> int:
             judged = sum(v for k, v in counts.items() if k != "NOT_SUPPORTED")
             line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
             print(f"{label:<24} exit {done.returncode}  {seconds:6.1f} s  {line}", flush=True)
-            if done.returncode != 0:
+            nothing_judged = done.returncode == ExitCode.NOTHING_JUDGED
+            if nothing_judged and name in GPU_ONLY:
+                continue
+            if done.returncode != 0 and not nothing_judged:
                 failed.append(label)
                 print(done.stdout[-4000:] + done.stderr[-4000:], file=sys.stderr)
-            elif judged == 0 and name not in GPU_ONLY:
+            elif judged == 0:
                 failed.append(label)
                 print(f"  {label}: no case judged (library missing or broken?)\n{done.stdout[-2000:]}", file=sys.stderr)
     if failed:

@@ -1,0 +1,158 @@
+"""The exit-code contract (conformance/exit_codes.py) and the golden set a run judges: named, never a silent substitute."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conformance.cli as cli
+from conformance.cli import main
+from conformance.exit_codes import ExitCode
+from judge_cases import materialize_subset, write_golden_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    return str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset("freq/default/*")))
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_the_codes():
+    assert [(c.name, int(c)) for c in ExitCode] == [
+        ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("INTERRUPTED", 130)]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1"])
+def test_timeout_must_be_finite_and_positive(golden, capsys, value):
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", golden, f"--timeout={value}")
+    assert code == 2 and f"--timeout={float(value)}: must be a finite number of seconds > 0" in err
+
+
+def test_a_missing_golden_directory_is_a_usage_error(golden, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ROPEREF_GOLDEN", "/missing/golden")
+    code, _, err = _run(capsys, "check", "--backend", "numpy")
+    assert code == 2 and "ROPEREF_GOLDEN /missing/golden: does not exist" in err
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", str(tmp_path))
+    assert code == 2 and f"--golden {tmp_path}: holds no manifest.json" in err
+    monkeypatch.delenv("ROPEREF_GOLDEN")
+    code, _, err = _run(capsys, "golden", "verify", "/missing/golden")
+    assert code == 2 and "does not exist" in err
+    code, _, err = _run(capsys, "golden", "show", "freq/default/x", "--dir", "/missing/golden")
+    assert code == 2 and "does not exist" in err
+
+
+def test_without_a_golden_directory_the_run_says_what_it_judges(capsys, monkeypatch, tmp_path):
+    import conformance.golden as golden_mod
+
+    monkeypatch.delenv("ROPEREF_GOLDEN", raising=False)
+    monkeypatch.setattr(golden_mod, "default_golden_dir", lambda: tmp_path / "golden")
+    code, out, _ = _run(capsys, "check", "--backend", "numpy", "--filter", "freq/default/*", "--json", str(tmp_path / "r.json"))
+    assert code == 0
+    words = f"cases computed in memory by roperef 0.1.0 from the smoke catalogue (no golden set found at {tmp_path / 'golden'}"
+    assert f"golden set: {words}" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["golden"]["directory"] is None and doc["golden"]["source"].startswith(words)
+
+
+def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
+    """A real `pip install --target` (no deps, no build isolation: nothing downloaded) of a copy of the source."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc")
+    for pkg in ("roperef", "conformance"):
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=ignore)
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                          "--target", str(target), str(src)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    assert not (target / "golden").exists()  # the golden vectors are not package data
+    env = {k: v for k, v in os.environ.items() if k not in ("ROPEREF_GOLDEN", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(target)
+    run = tmp_path / "cwd"
+    run.mkdir()
+    done = subprocess.run([sys.executable, "-m", "conformance.cli", "check", "--backend", "numpy", "--filter",
+                           "freq/default/*", "--json", "r.json"], capture_output=True, text=True, env=env, cwd=run,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "golden set: cases computed in memory by roperef 0.1.0 from the smoke catalogue" in done.stdout
+    source = json.loads((run / "r.json").read_text())["golden"]["source"]
+    assert "no golden set found" in source and "pass --golden DIR" in source
+
+
+def test_golden_list_defaults_to_the_smoke_tier_and_refuses_an_empty_filter(capsys):
+    from conformance.cases import catalogue
+
+    code, out, err = _run(capsys, "golden", "list")
+    assert code == 0 and len(out.splitlines()) == len(catalogue("smoke")) < len(catalogue("full"))
+    assert "of the smoke tier" in err
+    code, _, err = _run(capsys, "golden", "list", "--filter", "zzz-nothing")
+    assert code == 2 and "matches no case" in err
+
+
+def test_an_internal_error_is_exit_4_with_one_line_and_debug_shows_the_traceback(golden, capsys, monkeypatch):
+    import conformance.cli_golden as cli_golden
+
+    def broken(args):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(cli_golden, "_list", broken)
+    code = main(["golden", "list"])
+    err = capsys.readouterr().err
+    assert code == 4 and "internal error (a roperef bug" in err and "planted" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    code = main(["golden", "list", "--debug"])
+    err = capsys.readouterr().err
+    assert code == 4 and "Traceback" in err and "ZeroDivisionError: planted" in err
+
+
+@pytest.mark.parametrize("exc, code, needle", [
+    (MemoryError(), 2, "out of memory"),
+    (RecursionError("maximum recursion depth exceeded"), 2, "nested too deeply"),
+    (OverflowError("int too large to convert to float"), 2, "out of range"),
+    (OSError(28, "No space left on device", "/full/golden"), 2, "/full/golden: no space left on the device"),
+    (OSError(30, "Read-only file system", "/ro/golden"), 2, "/ro/golden: read-only file system"),
+    (FileExistsError(17, "File exists", "/x"), 2, "/x: File exists"),
+    (SystemExit(0), 4, "unexpected exit request SystemExit(0)"),
+])
+def test_main_turns_every_exception_into_one_line(monkeypatch, capsys, exc, code, needle):
+    import conformance.cli_golden as cli_golden
+
+    def raising(args):
+        raise exc
+
+    monkeypatch.setattr(cli_golden, "_list", raising)
+    assert main(["golden", "list"]) == code
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_outside_a_run_is_130_without_a_traceback(monkeypatch, capsys):
+    import conformance.cli_golden as cli_golden
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_golden, "_list", interrupted)
+    assert main(["golden", "list"]) == 130
+    assert capsys.readouterr().err.strip() == "roperef golden list: interrupted"
+
+
+def test_debug_flag_is_not_a_usage_error(capsys):
+    assert cli.main(["--debug", "golden", "list", "--filter", "freq/default/*"]) == 0
+    capsys.readouterr()
