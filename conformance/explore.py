@@ -69,6 +69,7 @@ class Finding:
     calls: int
     exhausted: bool
     saved_to: str | None = None
+    replay: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class Finding:
             "diagnosis": (self.minimal.diagnosis or {}).get("summary"),
             "repro": self.minimal.repro,
             "saved_to": self.saved_to,
+            "replay": self.replay,
         }
 
 

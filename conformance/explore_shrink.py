@@ -8,7 +8,8 @@ budget is spent. Every candidate is strictly smaller than its parent in one of t
 
 1. fewer batch rows: the row of the worst element alone, rows 0 and that row, either half;
 2. fewer tokens: the worst token alone, the three tokens around it, either half (packed
-   sequences: the worst sequence alone, either half of the sequences, then tokens);
+   sequences: the worst sequence alone, either half of the sequences, every sequence cut to
+   its first token or its first half, then the tokens of a single sequence);
 3. fewer heads: the worst head alone, either half;
 4. simpler positions: all zero; shifted so that the smallest one is 0 or 1 (parity kept);
    shifted towards 0 by half, a quarter, ... of the smallest magnitude (even shifts, so odd
@@ -48,9 +49,10 @@ def _take(draw: Draw, axis: int, idx: Sequence[int]) -> Draw:
     return draw.with_(positions=np.ascontiguousarray(pos.take(idx, axis=pos_axis)), tensor=tensor)  # type: ignore[union-attr]
 
 
-def _take_sequences(draw: Draw, seqs: Sequence[int]) -> Draw:
+def _take_sequences(draw: Draw, seqs: Sequence[int], keep: Sequence[int] | None = None) -> Draw:
+    """Packed sequences ``seqs`` (each cut to its first ``keep[k]`` tokens when given)."""
     cu = draw.cu_seqlens
-    parts = [np.arange(cu[k], cu[k + 1]) for k in seqs]  # type: ignore[index]
+    parts = [np.arange(cu[k], cu[k + 1] if keep is None else cu[k] + keep[k]) for k in seqs]  # type: ignore[index]
     tokens = np.concatenate(parts)
     lengths = [len(p) for p in parts]
     new_cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -108,6 +110,11 @@ def _fewer_rows_tokens_heads(draw: Draw, worst: Mapping[str, Any] | None) -> Ite
         n_seq = len(cu) - 1
         for seqs in _subsets(n_seq, _worst_index(worst, "batch")):
             yield _take_sequences(draw, seqs)
+        lengths = np.diff(cu)
+        if n_seq > 1 and lengths.max() > 1:
+            for keep in (np.ones_like(lengths), (lengths + 1) // 2):
+                if (keep < lengths).any():
+                    yield _take_sequences(draw, range(n_seq), keep)
         if n_seq == 1 and cu[-1] > 1:
             n = int(cu[-1])
             for sub in _subsets(n, _worst_index(worst, "token", 0)):
@@ -177,15 +184,20 @@ def _spec_variants(spec: RopeSpec, pairings: Sequence[str], scaling_types: Seque
 
 
 def _smaller_head(draw: Draw) -> Iterator[Draw]:
-    """Head dim 2 (one pair), then about half the head dim (even), keeping a prefix of the channels."""
+    """Head dim 2 (one pair), then about half the head dim (even), keeping a prefix of the channels
+    (and of longrope's per-pair factor lists)."""
     spec = draw.spec
-    if spec.rotary_dim != spec.head_dim or spec.scaling.type == "longrope":
+    if spec.rotary_dim != spec.head_dim:
         return
     for head in sorted({2, (spec.head_dim // 2) & ~1}):
         if not 2 <= head < spec.head_dim:
             continue
+        sc = spec.scaling
         try:
-            small = spec.replace(head_dim=head, rotary_dim=None, freq_dim=None)
+            if sc.type == "longrope":
+                n = head // 2
+                sc = Scaling(**{**sc.to_dict(), "short_factor": sc.short_factor[:n], "long_factor": sc.long_factor[:n]})  # type: ignore[index]
+            small = spec.replace(head_dim=head, rotary_dim=None, freq_dim=None, scaling=sc)
         except (ValueError, TypeError):
             continue
         tensor = None if draw.tensor is None else np.ascontiguousarray(draw.tensor[..., :head])
