@@ -18,8 +18,8 @@ For every chunk:
 The row keeps the worst budget, where it was (global token index and position), the count
 of elements over the bound and the NMSE over the whole sequence; memory holds one chunk at a
 time (measured in ``benchmarks/bench_long_context.py``). A failing row is diagnosed on a
-window of :data:`DIAGNOSIS_TOKENS` tokens around its worst element (the backend is called
-again on that chunk). A backend that declines a chunk (``supports()``: stage, dtype,
+window of :data:`DIAGNOSIS_TOKENS` tokens around its worst element (the worst chunk's output is
+kept while streaming). A backend that declines a chunk (``supports()``: stage, dtype,
 scaling, pairing or a position it cannot take) makes the row NOT_SUPPORTED with its reason.
 
 Only length-independent scalings can be judged per chunk: ``dynamic`` and ``longrope``
@@ -164,7 +164,8 @@ def _call(backend: Any, case: GoldenCase) -> tuple[np.ndarray, list[str]]:
     """The backend's stage on the chunk in the case dtype; returns (output, inputs it modified)."""
     name = "x" if case.stage == "forward" else "grad"
     x = case.input_as(name)
-    keep = x.copy()
+    held = case.arrays[name]
+    keep = held if held.dtype == x.dtype else x.copy()  # the case's own copy when it is in the input dtype
     pos = np.array(case.arrays["positions"], dtype=np.int64)
     raw = getattr(backend, case.stage)(x, pos, case.spec)
     modified = [name] if not np.array_equal(x, keep) else []
@@ -177,9 +178,10 @@ def _out_name(stage: str) -> str:
     return "y" if stage == "forward" else "grad_x"
 
 
-def _window(case: GoldenCase, lo: int, hi: int) -> GoldenCase:
-    """The tokens ``[lo, hi)`` of a chunk case (views, expected values sliced, not recomputed)."""
-    arrays = {k: v[:, lo:hi] for k, v in case.arrays.items()}
+def _window(case: GoldenCase, lo: int, hi: int, copy: bool = False) -> GoldenCase:
+    """The tokens ``[lo, hi)`` of a chunk case (views, or copies with ``copy``; expected values sliced,
+    not recomputed)."""
+    arrays = {k: (v[:, lo:hi].copy() if copy else v[:, lo:hi]) for k, v in case.arrays.items()}
     return GoldenCase(case.id, case.family, case.stage, case.spec, case.dtype, case.tier, case.flags, arrays)
 
 
@@ -205,7 +207,8 @@ def _fusable(caps: Any, spec: RopeSpec) -> bool:
 
 @dataclass
 class _Row:
-    """Running totals of a row (fused statistics), and the worst chunk kept for its location."""
+    """Running totals of a row (fused statistics), and the tokens around its worst element (copies of
+    :data:`DIAGNOSIS_TOKENS` tokens of that chunk's inputs and output: the location and the diagnosis)."""
 
     budget: float = -1.0
     n: int = 0
@@ -216,22 +219,25 @@ class _Row:
     worst_k: int = -1
     worst_case: GoldenCase | None = None
     worst_out: np.ndarray | None = None
+    worst_lo: int = 0  # where the kept window starts in the worst chunk
     first_over: int | None = None  # position of the first element over its bound (None: none, or not known)
 
     def add(self, k: int, case: GoldenCase, got: np.ndarray, budget: float, n: int, over: int, err2: float,
-            exp2: float, max_err: float, first_token: int) -> None:
+            exp2: float, max_err: float, first_token: int, worst_token: int) -> None:
         if over and self.first_over is None and first_token >= 0:
             self.first_over = int(case.arrays["positions"][0, first_token])
         self.n, self.over, self.err2, self.exp2 = self.n + n, self.over + over, self.err2 + err2, self.exp2 + exp2
         self.max_err = max(self.max_err, max_err)
         if budget > self.budget:
-            self.budget, self.worst_k, self.worst_case, self.worst_out = budget, k, case, got
+            lo, hi = _around(case, worst_token)
+            self.budget, self.worst_k, self.worst_lo = budget, k, lo
+            self.worst_case, self.worst_out = _window(case, lo, hi, copy=True), got[:, lo:hi].copy()
 
 
 def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: Any, profile: Profile,
-                 fused: bool) -> tuple[str | None, tuple[float, int, int, float, float, float, int]]:
+                 fused: bool) -> tuple[str | None, tuple[float, int, int, float, float, float, int, int]]:
     """``(problem or None, (budget, n, n_over, sum err^2, sum expected^2, max |err|, first token over the
-    bound or -1))`` of one chunk."""
+    bound or -1, worst token))`` of one chunk (tokens counted in the chunk)."""
     name = _out_name(case.stage)
     expected = case.arrays[name]
     if not fused:
@@ -240,7 +246,7 @@ def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: A
             return j.message, _NOTHING
         m = j.metrics
         e2 = float(np.dot(expected.reshape(-1), expected.reshape(-1)))
-        return None, (m.budget_used, m.n_elements, m.n_over, m.nmse * e2, e2, m.max_abs_error, -1)
+        return None, (m.budget_used, m.n_elements, m.n_over, m.nmse * e2, e2, m.max_abs_error, -1, int(m.worst["token"]))
     problem = _shape_dtype_problem(case, got)
     if problem:
         return problem, _NOTHING
@@ -255,11 +261,13 @@ def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: A
         return check_outputs(case, {name: got}), _NOTHING
     if modified:
         return f"input(s) {', '.join(modified)} modified in place", _NOTHING
-    first = st.first_over // (x.shape[-2] * x.shape[-1]) if st.first_over >= 0 else -1
-    return None, (st.budget, expected.size, st.n_over, st.sum_err2, st.sum_exp2, st.max_err, first)
+    per_token = x.shape[-2] * x.shape[-1]
+    first = st.first_over // per_token if st.first_over >= 0 else -1
+    return None, (st.budget, expected.size, st.n_over, st.sum_err2, st.sum_exp2, st.max_err, first,
+                  st.worst_flat // per_token)
 
 
-_NOTHING = (0.0, 0, 0, 0.0, 0.0, 0.0, -1)
+_NOTHING = (0.0, 0, 0, 0.0, 0.0, 0.0, -1, 0)
 
 
 def _global_worst(worst: dict[str, Any], start: int) -> dict[str, Any]:
@@ -272,34 +280,33 @@ def _global_worst(worst: dict[str, Any], start: int) -> dict[str, Any]:
     return out
 
 
-def _diagnose(plan: LongContextPlan, case: GoldenCase, got: np.ndarray, token: int, caps: Any,
-              profile: Profile) -> dict[str, Any] | None:
-    """The diagnosis of a window of :data:`DIAGNOSIS_TOKENS` tokens around ``token`` (chunk-local)."""
+def _around(case: GoldenCase, token: int) -> tuple[int, int]:
+    """The :data:`DIAGNOSIS_TOKENS` tokens of a chunk around ``token``: ``[lo, hi)``."""
     c = case.arrays["positions"].shape[1]
     lo = max(0, min(token - DIAGNOSIS_TOKENS // 2, c - DIAGNOSIS_TOKENS))
-    hi = min(c, lo + DIAGNOSIS_TOKENS)
-    window = _window(case, lo, hi)
-    name = _out_name(case.stage)
-    try:
-        return judge_case(window, {name: got[:, lo:hi]}, caps, profile, diagnose=True).diagnosis
-    except Exception as exc:  # noqa: BLE001 - a diagnosis problem never hides the verdict
-        return {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
+    return lo, min(c, lo + DIAGNOSIS_TOKENS)
 
 
 def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profile: Profile, diagnose: bool,
             n_chunks: int) -> None:
-    """The row's verdict: the worst chunk judged again by the NumPy path gives the location (and must
-    give the fused budget exactly)."""
+    """The row's verdict. The tokens around the worst element, judged again by the NumPy path
+    (:func:`judge_case`, with the diagnosis on a FAIL), give its location and must give the fused
+    budget exactly (the maximum over a window holding the worst element is the maximum)."""
     case, got = row.worst_case, row.worst_out
     assert case is not None and got is not None
     name = _out_name(case.stage)
-    slow = judge_case(case, {name: got}, caps, profile, diagnose=False)
-    if slow.metrics is None or slow.metrics.budget_used != row.budget:
+    try:
+        slow = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
+    except Exception as exc:  # noqa: BLE001 - reported as the judge's own error below
+        slow, problem = None, f"{type(exc).__name__}: {exc}"
+    else:
+        problem = f"the NumPy path gives {slow.metrics and slow.metrics.budget_used!r}"
+    if slow is None or slow.metrics is None or slow.metrics.budget_used != row.budget:
         res.status = "ERROR"
         res.message = (f"internal error of the judge (a roperef bug, not the backend's): the fused pass gave budget "
-                       f"{row.budget!r} on chunk {row.worst_k}, the NumPy path {slow.metrics and slow.metrics.budget_used!r}")
+                       f"{row.budget!r} on chunk {row.worst_k}; {problem}")
         return
-    start = row.worst_k * plan.chunk
+    start = row.worst_k * plan.chunk + row.worst_lo
     res.metrics = Metrics(max_abs_error=row.max_err, budget_used=row.budget,
                           nmse=row.err2 / row.exp2 if row.exp2 else (0.0 if row.err2 == 0 else math.inf),
                           n_elements=row.n, n_over=row.over, worst=_global_worst(slow.metrics.worst, start))
@@ -316,8 +323,7 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
                    f"bound {w.get('bound', math.nan):.3g} (budget {row.budget:.3g}) at {where}")
     if row.first_over is not None:
         res.metrics.worst["first_over_position"] = row.first_over
-    if diagnose:
-        res.diagnosis = _diagnose(plan, case, got, int(slow.metrics.worst.get("token", 0)), caps, profile)
+    res.diagnosis = slow.diagnosis
 
 
 def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtype: str, profile: Profile,
@@ -353,6 +359,7 @@ def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtyp
             res.status, res.message = "FAIL", f"{problem} ({where})"
             break
         row.add(k, case, got, *stats)
+        del x, case, got  # free this chunk before the next one is built
     else:
         _finish(res, row, plan, caps, profile, diagnose, n_chunks)
     res.seconds = time.perf_counter() - t0
