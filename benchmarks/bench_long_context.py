@@ -20,9 +20,10 @@ subprocess, which first warms the kernels up on a tiny plan and then reports:
 - ``traced MiB``: the peak of traced allocations (``tracemalloc``: every NumPy array) during the
   row, and in units of one chunk's float64 output (``x chunk``); the sequence's own float64
   output would be ``T/C`` chunks;
-- ``RSS MiB``: the subprocess's peak resident set (``ru_maxrss``: Python, NumPy, Numba and its
-  JIT cache included). Its increase over the warm-up is not shown: loading the Numba cache
-  leaves a high-water mark the row's chunks fit under, so the delta reads 0.
+- ``+RSS MiB``: ``ru_maxrss`` after the row minus after the warm-up, in the subprocess; ``RSS MiB``:
+  the subprocess's peak resident set (Python, NumPy, Numba and its cache included). The copy
+  bandwidths are measured in subprocesses too: a parent holding large arrays when it starts a
+  row would hand its high-water mark down (Linux keeps ``maxrss`` across fork and exec).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Row:
     mel_s: float
     traced_mib: float
     traced_chunks: float
+    rss_delta_mib: float
     rss_mib: float
 
 
@@ -139,13 +141,23 @@ def run_row(length: int, stage: str, dtype: str, chunk: int, heads: int, head_di
             "message": res.message}
 
 
-def _subprocess_row(length: int, stage: str, dtype: str, chunk: int, heads: int, head_dim: int) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--row", f"{length},{stage},{dtype}", "--chunk", str(chunk),
-           "--heads", str(heads), "--head-dim", str(head_dim)]
+def _subprocess(*args: str) -> Any:
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
-        raise RuntimeError(f"row {length} {stage} {dtype} failed: {done.stderr[-2000:]}")
+        raise RuntimeError(f"{' '.join(args)} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _subprocess_row(length: int, stage: str, dtype: str, chunk: int, heads: int, head_dim: int) -> dict[str, Any]:
+    return _subprocess("--row", f"{length},{stage},{dtype}", "--chunk", str(chunk), "--heads", str(heads),
+                       "--head-dim", str(head_dim))
+
+
+def _copies(chunk_bytes: int) -> tuple[float, float]:
+    """(chunk-sized copy GB/s, 512 MiB copy GB/s), measured in a subprocess."""
+    got = _subprocess("--copy", str(chunk_bytes))
+    return got["chunk"], got["512MiB"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--json", default=None, metavar="F")
     ap.add_argument("--row", default=None, help=argparse.SUPPRESS)  # internal: one row in this process
+    ap.add_argument("--copy", type=int, default=None, help=argparse.SUPPRESS)  # internal: copy bandwidths
     args = ap.parse_args(argv)
+    if args.copy:
+        print(json.dumps({"chunk": copy_bandwidth(args.copy), "512MiB": copy_bandwidth(512 * 2**20, repeats=3)}))
+        return 0
     if args.row:
         length, stage, dtype = args.row.split(",")
         print(json.dumps(run_row(int(length), stage, dtype, args.chunk, args.heads, args.head_dim)))
@@ -170,17 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_long_context: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"H={args.heads} D={args.head_dim} chunk={args.chunk} tokens ({chunk_bytes / 2**20:.1f} MiB of float64 output per chunk)")
-    copy_before, big_before = copy_bandwidth(chunk_bytes), copy_bandwidth(512 * 2**20, repeats=3)
+    copy_before, big_before = _copies(chunk_bytes)
     rows: list[Row] = []
     head = (f"{'T':>8} {'stage':>8} {'dtype':>8} {'status':>6} {'budget':>8} {'seconds':>8} {'backend s':>9} {'GB out':>7} "
-            f"{'judge GB/s':>10} {'x copy':>7} {'x 512M':>7} {'Mel/s':>7} {'traced MiB':>10} {'x chunk':>7} {'RSS MiB':>7}")
+            f"{'judge GB/s':>10} {'x copy':>7} {'x 512M':>7} {'Mel/s':>7} {'traced MiB':>10} {'x chunk':>7} {'+RSS MiB':>8} {'RSS MiB':>7}")
     print(head)
     results = []
     for length in lengths:
         for stage in ("forward", "backward"):
             for dtype in ("bfloat16", "float32"):
                 results.append((length, stage, dtype, _subprocess_row(length, stage, dtype, args.chunk, args.heads, args.head_dim)))
-    copy_after, big_after = copy_bandwidth(chunk_bytes), copy_bandwidth(512 * 2**20, repeats=3)
+    copy_after, big_after = _copies(chunk_bytes)
     copy_bw, big_bw = max(copy_before, copy_after), max(big_before, big_after)
     for length, stage, dtype, r in results:
         judge_s = max(r["seconds"] - r["backend_seconds"], 1e-9)
@@ -189,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
                   r["backend_seconds"], out_gb, out_gb / judge_s, (out_gb / judge_s) / copy_bw if copy_bw else None,
                   (out_gb / judge_s) / big_bw if big_bw else None,
                   length * args.heads * args.head_dim / r["seconds"] / 1e6,
-                  r["traced_bytes"] / 2**20, r["traced_bytes"] / chunk_bytes, r["rss_kib"] / 1024)
+                  r["traced_bytes"] / 2**20, r["traced_bytes"] / chunk_bytes, r["rss_delta_kib"] / 1024, r["rss_kib"] / 1024)
         rows.append(row)
         print(f"{length:>8} {stage:>8} {dtype:>8} {row.status:>6} {row.budget if row.budget is not None else float('nan'):>8.3g} "
               f"{row.seconds:>8.2f} {row.backend_seconds:>9.2f} {row.out_gb:>7.2f} {row.judge_gb_s:>10.2f} "
-              f"{row.frac_copy or 0:>7.3f} {row.frac_copy_512 or 0:>7.3f} {row.mel_s:>7.1f} {row.traced_mib:>10.1f} {row.traced_chunks:>7.1f} {row.rss_mib:>7.0f}")
+              f"{row.frac_copy or 0:>7.3f} {row.frac_copy_512 or 0:>7.3f} {row.mel_s:>7.1f} {row.traced_mib:>10.1f} {row.traced_chunks:>7.1f} {row.rss_delta_mib:>8.1f} {row.rss_mib:>7.0f}")
     print(f"copy bandwidth (np.copyto of {chunk_bytes / 2**20:.1f} MiB float64, read+write): {copy_before:.1f} GB/s "
           f"before the rows, {copy_after:.1f} GB/s after (used: {copy_bw:.1f}); 512 MiB: {big_before:.1f} / "
           f"{big_after:.1f} GB/s (used: {big_bw:.1f})")
