@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -164,8 +164,9 @@ def explore(
     ))
     t0 = time.perf_counter()
 
-    def judge(draw: Draw, suffix: str = "") -> tuple[GoldenCase, CaseResult] | None:
-        case = build_case(draw, suffix)
+    def judge(draw: Draw, suffix: str = "", case: GoldenCase | None = None) -> tuple[GoldenCase, CaseResult] | None:
+        """Judge ``draw`` (its case when already built); None when it is outside what the backend takes."""
+        case = case or build_case(draw, suffix)
         if declared_reason(iface, case) or _supports(backend, case):
             return None
         return case, run_one(case, backend, call, profile, options)
@@ -202,7 +203,7 @@ def _one(index: int, seed: int, backend: Any, iface: Interface, config: ExploreC
             out.declined[reason] += 1
             last = (case, reason)
             continue
-        judged = judge(draw)
+        judged = judge(draw, case=case)
         assert judged is not None  # (checked just above)
         case, result = judged
         if result.status not in FAILING:
