@@ -96,7 +96,7 @@ class LongContextPlan:
             bad("--long-context", list(self.lengths), "needs at least one length")
         for t in self.lengths:
             if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= POSITION_MAX + 1:
-                bad("--long-context", t, f"each length must be an integer in [1, 2^31] (positions 0..T-1 < 2^31)")
+                bad("--long-context", t, "each length must be an integer in [1, 2^31] (positions 0..T-1 < 2^31)")
         if isinstance(self.chunk, bool) or not isinstance(self.chunk, int) or not 1 <= self.chunk <= MAX_CHUNK:
             bad("--chunk", self.chunk, f"must be an integer in [1, {MAX_CHUNK}] tokens")
         if isinstance(self.heads, bool) or not isinstance(self.heads, int) or not 1 <= self.heads <= 1024:
