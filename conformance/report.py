@@ -158,8 +158,10 @@ def _md(text: str) -> str:
 
 def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
     lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
-    if golden:
+    if golden and golden.get("directory"):
         lines += [f"Golden set `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
+    elif golden and golden.get("source"):
+        lines += [f"Cases: {golden['source']} (computed in memory, no golden files).", ""]
     lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
