@@ -67,7 +67,8 @@ def _integer(name: str, text: str, lo: int, hi: int) -> int:
 def _refuse(args: argparse.Namespace, mode: str, flags: dict[str, bool]) -> None:
     for flag, given in flags.items():
         if given:
-            bad(flag, getattr(args, flag.lstrip("-").replace("-", "_"), True), f"cannot be combined with {mode}")
+            value = getattr(args, flag.lstrip("-").replace("-", "_"), True)
+            bad(flag, ",".join(value) if isinstance(value, list) else value, f"cannot be combined with {mode}")
 
 
 def _golden_dir_ok(path: str) -> None:
@@ -213,6 +214,8 @@ class ExploreMode:
     def run(self, backend: Any, options: RunOptions, *, args: argparse.Namespace, label: str, selector: str | None,
             progress: Callable[[int], Any] | None = None, out: TextIO | None = None,
             err: TextIO | None = None) -> tuple[RunReport, dict[str, Any], ExitCode]:
+        """Draw, judge and shrink; print the report and the minimal failing cases; save them with
+        ``--save-failures``. Returns (report, case-source object for --json, exit code)."""
         out, err = out or sys.stdout, err or sys.stderr
         from . import report as rep
         from .explore import ExploreConfig, explore, save_cases
@@ -304,6 +307,8 @@ class LongContextMode:
     def run(self, backend: Any, options: RunOptions, *, args: argparse.Namespace, label: str, selector: str | None,
             progress: Callable[[int], Any] | None = None, out: TextIO | None = None,
             err: TextIO | None = None) -> tuple[RunReport, dict[str, Any], ExitCode]:
+        """Stream every row (length x stage x dtype, narrowed by ``--filter``) and print the report.
+        Returns (report, case-source object for --json, exit code)."""
         out, err = out or sys.stdout, err or sys.stderr
         from . import report as rep
         from .cases import select
