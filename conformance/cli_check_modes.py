@@ -222,7 +222,8 @@ class ExploreMode:
         from .explore_draw import Interface
 
         iface = Interface.of(backend, self.dtypes)
-        why = iface.empty_reason()
+        library = getattr(backend, "library_reason", None)
+        why = iface.empty_reason() or (library() if callable(library) else None)
         if why:
             print(f"roperef check: nothing was judged: explore has nothing to draw for {label}: {why}", file=err)
             empty = RunReport(backend=str(getattr(backend, "name", label)), capabilities={}, profile={})
@@ -257,7 +258,10 @@ class ExploreMode:
         else:
             rep.console(outcome.report, out)
         self._findings(outcome, out)
-        out.write(f"explore seed {self.seed}: {rep.summary_line(outcome.report)}\n")
+        summary = rep.summary_line(outcome.report)
+        if code == ExitCode.NOTHING_JUDGED:
+            summary = "NOTHING JUDGED" + summary[summary.index(":"):]
+        out.write(f"explore seed {self.seed}: {summary}\n")
         if saved_problem:
             print(saved_problem, file=err)
             return outcome.report, outcome.info(), ExitCode.USAGE

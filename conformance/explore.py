@@ -164,11 +164,13 @@ def explore(
     ))
     t0 = time.perf_counter()
 
-    def judge(draw: Draw, suffix: str = "", case: GoldenCase | None = None) -> tuple[GoldenCase, CaseResult] | None:
-        """Judge ``draw`` (its case when already built); None when it is outside what the backend takes."""
-        case = case or build_case(draw, suffix)
-        if declared_reason(iface, case) or _supports(backend, case):
+    def judge(draw: Draw, suffix: str = "") -> tuple[GoldenCase, CaseResult] | None:
+        """Judge ``draw``; None when it is outside what the backend takes (asked on a probe without
+        expected values, so a declined draw costs no reference computation)."""
+        probe = build_case(draw, suffix, expected=False)
+        if declared_reason(iface, probe) or _supports(backend, probe):
             return None
+        case = build_case(draw, suffix)
         return case, run_one(case, backend, call, profile, options)
 
     try:
@@ -194,17 +196,17 @@ def _one(index: int, seed: int, backend: Any, iface: Interface, config: ExploreC
     last: tuple[GoldenCase, str] | None = None
     for _ in range(config.max_draws):
         draw = draw_case(rng, iface, seed)
-        case = build_case(draw)
-        if declared_reason(iface, case):
+        probe = build_case(draw, expected=False)
+        if declared_reason(iface, probe):
             out.outside += 1
             continue
-        reason = _supports(backend, case)
+        reason = _supports(backend, probe)
         if reason:
             out.declined[reason] += 1
-            last = (case, reason)
+            last = (probe, reason)
             continue
-        judged = judge(draw, case=case)
-        assert judged is not None  # (checked just above)
+        judged = judge(draw)
+        assert judged is not None  # (the probe was accepted just above)
         case, result = judged
         if result.status not in FAILING:
             return result

@@ -464,10 +464,13 @@ def case_id(draw: Draw, suffix: str = "") -> str:
     return f"{case_family(draw.stage, spec)}/{variant}/{spec.pairing}/{draw.dtype}/{tag}/{draw.regime}-seed{draw.seed}{suffix}"
 
 
-def build_case(draw: Draw, suffix: str = "") -> GoldenCase:
-    """The :class:`GoldenCase` of ``draw``: inputs as drawn, expected values by :mod:`roperef.fast`."""
+def build_case(draw: Draw, suffix: str = "", *, expected: bool = True) -> GoldenCase:
+    """The :class:`GoldenCase` of ``draw``: inputs as drawn, expected values by :mod:`roperef.fast`
+    (``expected=False``: zeros in their place, a cheap probe for ``supports()`` and the interface check)."""
     from roperef import fast
 
+    if not expected:
+        fast = _Zeros()  # type: ignore[assignment]
     spec, a = draw.spec, {}
     if draw.stage == "inv_freq":
         freqs, s = ref_inv_freq(spec, draw.seq_len)
@@ -489,6 +492,26 @@ def build_case(draw: Draw, suffix: str = "") -> GoldenCase:
     s = float(ref_inv_freq(spec, draw.seq_len if draw.stage == "inv_freq" else _seq_len(draw))[1])
     return GoldenCase(id=case_id(draw, suffix), family=case_family(draw.stage, spec), stage=draw.stage, spec=spec,
                       dtype=draw.dtype, tier="smoke", flags=_flags(draw, s), arrays=a)
+
+
+class _Zeros:
+    """Stands in for :mod:`roperef.fast` in a probe: outputs of the right shape, all zero."""
+
+    @staticmethod
+    def cos_sin(spec: RopeSpec, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from roperef import fast
+
+        return fast.cos_sin(spec, positions)  # apply's tables are inputs: always real
+
+    @staticmethod
+    def apply(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> np.ndarray:
+        return np.zeros(x.shape)
+
+    @staticmethod
+    def forward(x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: np.ndarray | None = None) -> np.ndarray:
+        return np.zeros(x.shape)
+
+    backward = forward
 
 
 def _seq_len(draw: Draw) -> int:

@@ -264,3 +264,22 @@ def test_cli_everything_declined_exits_3(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "declining_mod", mod)
     code, _, err = _cli(capsys, "--backend", "declining_mod:DeclinesAll", "--explore", "2", "--seed", "0")
     assert code == 3 and "nothing was judged" in err
+
+
+@dataclass
+class MissingLibrary(Float32Emulation):
+    name: str = "needs-libfoo"
+
+    def library_reason(self):  # noqa: ANN201
+        return "libfoo not installed"
+
+
+def test_cli_missing_library_draws_nothing_and_exits_3(capsys, monkeypatch):
+    import sys
+    import types
+
+    mod = types.ModuleType("missing_lib_mod")
+    mod.MissingLibrary = MissingLibrary
+    monkeypatch.setitem(sys.modules, "missing_lib_mod", mod)
+    code, out, err = _cli(capsys, "--backend", "missing_lib_mod:MissingLibrary", "--explore", "50", "--seed", "0")
+    assert code == 3 and "nothing to draw for missing_lib_mod:MissingLibrary: libfoo not installed" in err and not out
