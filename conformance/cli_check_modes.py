@@ -219,7 +219,7 @@ class ExploreMode:
         out, err = out or sys.stdout, err or sys.stderr
         from . import report as rep
         from .explore import ExploreConfig, explore, save_cases
-        from .explore_draw import Interface
+        from .explore_specs import Interface
 
         iface = Interface.of(backend, self.dtypes)
         library = getattr(backend, "library_reason", None)

@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .case import GoldenCase
-from .explore_draw import Draw, Interface, build_case, declared_reason, draw_case
+from .explore_draw import Draw, build_case, declared_reason, draw_case
+from .explore_specs import Interface
 from .explore_shrink import shrink
 from .runner import FAILING, CaseResult, RunOptions, RunReport, open_caller, run_one
 from .tolerance import Profile, default_profile_name, get_profile

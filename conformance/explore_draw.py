@@ -1,17 +1,12 @@
 """Explore mode, part 1: random cases drawn within a backend's declared interface.
 
-A :class:`Draw` is one random case before its expected values exist: the stage, a spec, the
-dtype, the position ids (and ``cu_seqlens`` for packed sequences), the input tensor (``x``
-or ``grad``, float64 holding values exactly representable in the dtype) or, for the
-``inv_freq`` stage, the sequence length. :func:`draw_case` makes one from a NumPy
-generator, using only what the backend declares (:class:`Interface`: its stages that it
-also implements, pairings, dtypes, scaling types and features, docs/spec.md sections 2-4):
+A :class:`Draw` is one random case before its expected values exist: the stage, a spec
+(:func:`conformance.explore_specs.draw_spec`), the dtype, the position ids (and
+``cu_seqlens`` for packed sequences), the input tensor (``x`` or ``grad``, float64 holding
+values exactly representable in the dtype) or, for the ``inv_freq`` stage, the sequence
+length. :func:`draw_case` makes one from a NumPy generator, using only what the backend
+declares (:class:`~conformance.explore_specs.Interface`):
 
-- spec: every declared scaling type with realistic random parameters (factors 1..64,
-  YaRN betas / mscale / truncate, llama3 bands, longrope factor lists, NTK alpha), theta
-  log-uniform in [1e2, 1e7] or a real model's base; head dims 4..256; a partial,
-  window-last or odd-denominator rotary window when declared; mRoPE sections and 2-D
-  vision forms when declared;
 - positions (docs/spec.md section 6: odd positions, not round ones): contiguous rows from
   an offset near 0, 256, 2048, 4096, 65536, 2^20, 2^24 or 2^31 - T, or log-uniform
   below 2^31; per-row offsets, decode (T = 1, B > 1), sparse and negative positions and
@@ -27,7 +22,6 @@ the function ``roperef.fast`` itself uses). The same generator state gives the s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -36,58 +30,19 @@ import numpy as np
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.positions import POSITION_MAX, POSITION_MIN, grid_2d, mrope_ids
-from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
+from roperef.spec import RopeSpec
 
-from .backends.base import backend_stages
-from .case import DTYPES, FEATURES, STAGES, GoldenCase, case_features, numpy_dtype
+from .case import GoldenCase, case_features, numpy_dtype
 from .cases import shape_tag
+from .explore_specs import Interface, draw_spec, log_uniform, odd, pick, scaling_switches
 
-__all__ = ["Interface", "Draw", "draw_case", "build_case", "declared_reason", "case_family"]
+__all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_family", "case_id"]
 
 #: relative weight of each stage in a draw (forward-like stages carry most bugs)
 STAGE_WEIGHTS = {"forward": 4.0, "backward": 2.0, "cos_sin": 2.0, "apply": 1.0, "inv_freq": 1.0}
 #: offsets a contiguous row starts near (the issue's position regimes); jittered to odd values
 OFFSET_ANCHORS = (0, 256, 2048, 4096, 65536, 2**20, 2**24)
 MAX_TOKENS = 48
-_FEATURES = frozenset(FEATURES)
-
-
-@dataclass(frozen=True)
-class Interface:
-    """What explore may draw for a backend: its declared capabilities, intersected with the
-    stages it implements and (``--dtype``) the dtypes asked for. Tuples keep a fixed order."""
-
-    stages: tuple[str, ...]
-    pairings: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    scaling_types: tuple[str, ...]
-    features: frozenset[str]
-
-    @classmethod
-    def of(cls, backend: Any, dtypes: Sequence[str] = ()) -> "Interface":
-        caps = backend.capabilities
-        declared = set(getattr(caps, "stages", ()))
-        implemented = backend_stages(backend)
-        wanted = set(dtypes) if dtypes else set(DTYPES)
-        return cls(
-            stages=tuple(s for s in STAGES if s in declared and s in implemented),
-            pairings=tuple(p for p in PAIRINGS if p in set(getattr(caps, "pairings", ()))),
-            dtypes=tuple(d for d in DTYPES if d in set(getattr(caps, "dtypes", ())) and d in wanted),
-            scaling_types=tuple(t for t in SCALING_TYPES if t in set(getattr(caps, "scaling_types", ()))),
-            features=frozenset(getattr(caps, "features", ())) & _FEATURES,
-        )
-
-    def empty_reason(self) -> str | None:
-        """Why nothing can be drawn (None when something can)."""
-        if not self.stages:
-            return "the backend declares no stage that it also implements"
-        if not self.pairings:
-            return "the backend declares no pairing"
-        if not self.dtypes:
-            return "no dtype is both declared by the backend and selected with --dtype"
-        if not self.scaling_types:
-            return "the backend declares no scaling type"
-        return None
 
 
 @dataclass(frozen=True)
@@ -126,167 +81,25 @@ class Draw:
 # ----------------------------------------------------------------------------- small draws
 
 
-def _pick(rng: np.random.Generator, items: Sequence[Any], weights: Sequence[float] | None = None) -> Any:
-    if weights is None:
-        return items[int(rng.integers(len(items)))]
-    w = np.asarray(weights, dtype=np.float64)
-    return items[int(rng.choice(len(items), p=w / w.sum()))]
-
-
-def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
-    return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
-
-
-def _odd(value: int) -> int:
-    return value | 1
-
-
 def _offset(rng: np.random.Generator, tokens: int, negative: bool, switch: Sequence[int] = ()) -> int:
     """Where a contiguous row of ``tokens`` positions starts (its last position stays < 2^31)."""
     top = POSITION_MAX - tokens + 1
     if negative and rng.random() < 0.2:
-        return -int(_log_uniform(rng, 1, 2**31 - 1))
+        return -int(log_uniform(rng, 1, 2**31 - 1))
     roll = rng.random()
     if switch and roll < 0.35:  # last position + 1 on or just past a scaling switch
-        return max(0, min(top, int(_pick(rng, switch)) - tokens + int(rng.integers(0, 2))))
+        return max(0, min(top, int(pick(rng, switch)) - tokens + int(rng.integers(0, 2))))
     if roll < 0.45:
         return 0
     if roll < 0.6:
         return top - 2 * int(rng.integers(0, 3))  # ends at 2^31 - 1 - 2k
     if roll < 0.85:
-        anchor = int(_pick(rng, OFFSET_ANCHORS))
-        return max(0, min(top, _odd(anchor + int(rng.integers(-tokens - 8, 9)))))
-    return min(top, _odd(int(_log_uniform(rng, 1, 2**31 - 1))))
+        anchor = int(pick(rng, OFFSET_ANCHORS))
+        return max(0, min(top, odd(anchor + int(rng.integers(-tokens - 8, 9)))))
+    return min(top, odd(int(log_uniform(rng, 1, 2**31 - 1))))
 
 
 # ----------------------------------------------------------------------------- specs
-
-
-def _theta(rng: np.random.Generator) -> float:
-    if rng.random() < 0.6:
-        return float(_pick(rng, (10000.0, 500000.0, 1000000.0, 150000.0, 50000.0, 1e7)))
-    return float(f"{_log_uniform(rng, 1e2, 1e7):.6g}")
-
-
-def _factor(rng: np.random.Generator, top: float = 64.0) -> float:
-    if rng.random() < 0.5:
-        return float(_pick(rng, tuple(f for f in (2.0, 4.0, 8.0, 16.0, 32.0, 40.0, 64.0) if f <= top)))
-    return float(f"{_log_uniform(rng, 1.0, top):.4g}")
-
-
-def _scaling(rng: np.random.Generator, kind: str, n: int) -> Scaling:
-    """A random, valid :class:`Scaling` of ``kind`` for ``n`` rotary pairs."""
-    l0 = int(_pick(rng, (2048, 4096, 8192, 32768)))
-    if kind == "default":
-        return Scaling()
-    if kind == "linear":
-        return Scaling("linear", factor=_factor(rng, 32.0))
-    if kind == "dynamic":
-        return Scaling("dynamic", factor=_factor(rng, 16.0), max_position_embeddings=int(_pick(rng, (512, 2048, 4096, 8192))))
-    if kind == "ntk":
-        return Scaling("ntk", alpha=float(f"{_log_uniform(rng, 1.0, 1000.0):.4g}"))
-    if kind == "yarn":
-        extra: dict[str, Any] = {}
-        if rng.random() < 0.4:
-            fast = float(_pick(rng, (32.0, 16.0, 64.0)))
-            extra.update(beta_fast=fast, beta_slow=float(_pick(rng, (1.0, 2.0, 0.5))))
-        if rng.random() < 0.3:
-            extra.update(mscale=float(_pick(rng, (1.0, 0.707))), mscale_all_dim=float(_pick(rng, (0.0, 0.707, 0.8))))
-        elif rng.random() < 0.2:
-            extra.update(attention_factor=float(f"{rng.uniform(0.5, 1.5):.3g}"))
-        if rng.random() < 0.3:
-            extra.update(truncate=bool(rng.random() < 0.5))
-        return Scaling("yarn", factor=_factor(rng), original_max_position_embeddings=l0, **extra)
-    if kind == "longrope":
-        ramp = (np.arange(n) / max(n - 1, 1)) ** 2
-        short = tuple(float(f"{v:.6g}") for v in 1.0 + rng.uniform(0.0, 1.0) * ramp)
-        long = tuple(float(f"{v:.6g}") for v in 1.0 + rng.uniform(1.0, 63.0) * ramp)
-        return Scaling("longrope", short_factor=short, long_factor=long, original_max_position_embeddings=l0,
-                       max_position_embeddings=l0 * int(_pick(rng, (2, 8, 32))))
-    if kind == "llama3":
-        low = float(_pick(rng, (1.0, 1.0, 0.5, 2.0)))
-        return Scaling("llama3", factor=_factor(rng, 32.0), low_freq_factor=low,
-                       high_freq_factor=low + float(_pick(rng, (3.0, 1.0, 7.0))), original_max_position_embeddings=l0)
-    if kind == "proportional":
-        extra = {"factor": _factor(rng, 8.0)} if rng.random() < 0.3 else {}
-        return Scaling("proportional", partial_rotary_factor=float(_pick(rng, (0.25, 0.5, 1.0, 0.125))), **extra)
-    bad("scaling type", kind, f"expected one of {', '.join(SCALING_TYPES)}")
-
-
-def _window(rng: np.random.Generator, head: int, features: frozenset[str]) -> dict[str, Any]:
-    """rotary_dim / rotary_start / freq_dim for a plain spec (a declared window kind)."""
-    kinds = ["full", "full"]
-    if head >= 4 and "partial" in features:
-        kinds.append("partial")
-    if head >= 4 and "window_last" in features:
-        kinds.append("last")
-    if head >= 4 and "odd_freq_dim" in features:
-        kinds.append("odd")
-    kind = _pick(rng, kinds)
-    if kind == "full":
-        return {}
-    if kind == "odd":  # d odd, rotary width 2*ceil(d/2) = d + 1
-        d = int(rng.integers(1, head // 2)) * 2 + 1
-        if d + 1 < head and "partial" not in features:
-            d = head - 1
-        return {"rotary_dim": d + 1, "freq_dim": d}
-    width = 2 * int(rng.integers(1, head // 2))
-    return {"rotary_dim": width, "rotary_start": head - width if kind == "last" else 0}
-
-
-def _plain_spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
-    if rng.random() < 0.7:
-        head = int(_pick(rng, (8, 16, 32, 64, 64, 80, 96, 128, 128, 256)))
-    else:
-        head = 2 * int(rng.integers(2, 81))
-    window = _window(rng, head, iface.features)
-    kind = _pick(rng, iface.scaling_types)
-    width = window.get("rotary_dim", head)
-    if kind in ("dynamic", "ntk") and window.get("freq_dim", width) <= 2:
-        window = {}
-        width = head
-    return RopeSpec(head, pairing=_pick(rng, iface.pairings), theta=_theta(rng), scaling=_scaling(rng, kind, width // 2),
-                    **window)
-
-
-def _mrope_spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
-    layouts = [x for x in ("chunked", "interleaved") if f"mrope_{x}" in iface.features]
-    head = int(_pick(rng, (16, 32, 64, 128)))
-    n = head // 2
-    cut = np.sort(rng.integers(0, n + 1, size=2))
-    section = (int(cut[0]), int(cut[1] - cut[0]), int(n - cut[1]))
-    kind = "default" if "default" in iface.scaling_types else _pick(rng, iface.scaling_types)
-    return RopeSpec(head, pairing=_pick(rng, iface.pairings), theta=_theta(rng), scaling=_scaling(rng, kind, n),
-                    mrope_section=section, mrope_layout=_pick(rng, layouts))
-
-
-def _vision_spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
-    forms = [x for x in ("qwen_vl", "pixtral") if f"vision_{x}" in iface.features]
-    head = int(_pick(rng, (16, 32, 64, 80, 128)))
-    return RopeSpec(head, pairing="half", theta=float(_pick(rng, (10000.0, 100000.0))), vision=_pick(rng, forms))
-
-
-def _spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
-    kinds, weights = ["plain"], [3.0]
-    if iface.features & {"mrope_chunked", "mrope_interleaved"}:
-        kinds.append("mrope")
-        weights.append(1.0)
-    if iface.features & {"vision_qwen_vl", "vision_pixtral"} and "half" in iface.pairings and "default" in iface.scaling_types:
-        kinds.append("vision")
-        weights.append(1.0)
-    kind = _pick(rng, kinds, weights)
-    return {"plain": _plain_spec, "mrope": _mrope_spec, "vision": _vision_spec}[kind](rng, iface)
-
-
-def _switches(spec: RopeSpec) -> tuple[int, ...]:
-    """seq_len values where a length-dependent scaling changes (longrope L0, dynamic M and 2M)."""
-    sc = spec.scaling
-    if sc.type == "longrope":
-        return (int(sc.original_max_position_embeddings),)  # type: ignore[arg-type]
-    if sc.type == "dynamic":
-        m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
-        return (m, 2 * m)
-    return ()
 
 
 # ----------------------------------------------------------------------------- positions
@@ -317,8 +130,8 @@ def _plain_positions(rng: np.random.Generator, spec: RopeSpec, iface: Interface,
     if "varlen" in f and stage in ("forward", "backward"):
         regimes.append("varlen")
         weights.append(1.0)
-    regime = _pick(rng, regimes, weights)
-    switch = _switches(spec)
+    regime = pick(rng, regimes, weights)
+    switch = scaling_switches(spec)
     if regime == "contiguous":
         p0 = _offset(rng, tokens, negative, switch)
         return regime, np.broadcast_to(p0 + np.arange(tokens, dtype=np.int64), (batch, tokens)).copy(), None
@@ -353,7 +166,7 @@ def _mrope_positions(rng: np.random.Generator, iface: Interface, batch: int) -> 
 def _vision_positions(rng: np.random.Generator) -> tuple[str, np.ndarray]:
     h, w = int(rng.integers(1, 7)), int(rng.integers(1, 7))
     big = rng.random() < 0.4
-    shift = np.array([_odd(int(rng.integers(0, 2**20))) if big else 0, _odd(int(rng.integers(0, 2**20))) if big else 0])
+    shift = np.array([odd(int(rng.integers(0, 2**20))) if big else 0, odd(int(rng.integers(0, 2**20))) if big else 0])
     extra = rng.integers(0, 4200, size=(int(rng.integers(0, 4)), 2))
     pos = np.concatenate([grid_2d(h, w) + shift, extra]).astype(np.int64)
     return ("long-grid" if big else "grid"), pos[None]
@@ -367,7 +180,7 @@ def _round(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _tensor(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    x = rng.standard_normal(shape) * float(_pick(rng, (1.0, 1.0, 1.0, 1e-3, 1e3)))
+    x = rng.standard_normal(shape) * float(pick(rng, (1.0, 1.0, 1.0, 1e-3, 1e3)))
     if rng.random() < 0.2:
         x[rng.random(shape) < 0.1] = 0.0
     return _round(x, dtype)
@@ -378,17 +191,17 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
     why = iface.empty_reason()
     if why:
         bad("interface", iface.stages, why)
-    stage = _pick(rng, iface.stages, [STAGE_WEIGHTS[s] for s in iface.stages])
-    spec = _spec(rng, iface)
-    dtype = _pick(rng, iface.dtypes)
+    stage = pick(rng, iface.stages, [STAGE_WEIGHTS[s] for s in iface.stages])
+    spec = draw_spec(rng, iface)
+    dtype = pick(rng, iface.dtypes)
     if stage == "inv_freq":
-        switch = _switches(spec)
+        switch = scaling_switches(spec)
         if switch and rng.random() < 0.7:
-            seq_len = max(1, int(_pick(rng, switch)) + int(rng.integers(-1, 2)))
+            seq_len = max(1, int(pick(rng, switch)) + int(rng.integers(-1, 2)))
         else:
-            seq_len = int(_log_uniform(rng, 1, 2**31))
+            seq_len = int(log_uniform(rng, 1, 2**31))
         return Draw(seed, stage, spec, dtype, f"seq{seq_len}", seq_len=seq_len)
-    batch, tokens = int(_pick(rng, (1, 1, 2, 3, 4))), int(_log_uniform(rng, 1, MAX_TOKENS + 1))
+    batch, tokens = int(pick(rng, (1, 1, 2, 3, 4))), int(log_uniform(rng, 1, MAX_TOKENS + 1))
     cu = None
     if spec.mrope_section is not None:
         tokens = 0
@@ -402,7 +215,7 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
         grid = pos.shape
     if stage == "cos_sin":
         return Draw(seed, stage, spec, dtype, regime, positions=pos)
-    heads = int(_pick(rng, (1, 2, 3, 4)))
+    heads = int(pick(rng, (1, 2, 3, 4)))
     x = _tensor(rng, (*grid, heads, spec.head_dim), dtype)
     return Draw(seed, stage, spec, dtype, regime, positions=pos, tensor=x, cu_seqlens=cu)
 

@@ -16,7 +16,8 @@ from conformance.backends.numba_backend import NumbaBackend
 from conformance.case import FEATURES, STAGES, case_features
 from conformance.cli import main
 from conformance.explore import ExploreConfig, explore
-from conformance.explore_draw import Interface, build_case, declared_reason, draw_case
+from conformance.explore_draw import build_case, declared_reason, draw_case
+from conformance.explore_specs import Interface
 from conformance.explore_shrink import candidates
 from conformance.golden import load_golden
 from wrong_backends import Buggy
