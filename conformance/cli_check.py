@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from .case import DTYPES, TIERS, GoldenCase
 from .exit_codes import ExitCode
 from .stage_call import DEFAULT_TIMEOUT_S
+from .cli_check_modes import add_mode_arguments, parse_mode
 
 __all__ = ["add_parser", "run", "add_check_arguments", "load_cases", "user_case_source", "CaseSource", "UsageError"]
 
@@ -59,6 +60,7 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", default=None, metavar="DIR", help="PNG of error/bound vs position for failing and near-failing cases (needs matplotlib)")
     p.add_argument("--no-diagnose", action="store_true", help="skip the decoy diagnosis of failures")
     p.add_argument("--quiet", "-q", action="store_true", help="only the summary line and problems")
+    add_mode_arguments(p)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -276,6 +278,10 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     try:
+        mode = parse_mode(args)  # --explore / --long-context (validated before any backend is loaded)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
         xfail = load_xfail(args.xfail) if args.xfail else None
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
@@ -289,6 +295,12 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
 
+    if mode is not None:
+        options = RunOptions(profile=profile, timeout=args.timeout, isolate=args.isolate, xfail=xfail,
+                             diagnose=not args.no_diagnose)
+        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress)
+        _write_reports(args, report, info)
+        return int(code)
     filters = list(args.filter)
     if args.outputs:
         source = backend.case_source(args.golden, args.tier, filters, args.dtype)
@@ -313,7 +325,6 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     golden_info = source.info
-    command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
         for r in problems:
@@ -321,6 +332,21 @@ def _run(args: argparse.Namespace) -> int:
         print(rep.summary_line(report))
     else:
         rep.console(report, sys.stdout, golden=golden_info)
+    _write_reports(args, report, golden_info)
+    code = exit_code_for(report)
+    if code == ExitCode.INTERRUPTED:
+        print(f"roperef check: interrupted after {len(report.results)} of {len(report.results) + report.not_run} "
+              "cases (partial report)", file=sys.stderr)
+    elif code == ExitCode.NOTHING_JUDGED:
+        print(f"roperef check: {nothing_judged_line(report)}", file=sys.stderr)
+    return code
+
+
+def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
+    """--json, --junit, --markdown, --plot (an unwritable path is a usage error)."""
+    from . import report as rep
+
+    command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
     try:
         if args.json:
             rep.write_json(report, args.json, golden=golden_info, command=command)
@@ -335,10 +361,3 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write report: {exc}") from None
-    code = exit_code_for(report)
-    if code == ExitCode.INTERRUPTED:
-        print(f"roperef check: interrupted after {len(report.results)} of {len(report.results) + report.not_run} "
-              "cases (partial report)", file=sys.stderr)
-    elif code == ExitCode.NOTHING_JUDGED:
-        print(f"roperef check: {nothing_judged_line(report)}", file=sys.stderr)
-    return code

@@ -183,11 +183,11 @@ def _md(text: str) -> str:
 def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
     lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
     lines += [f"> **Note:** {_md(note)}" for note in report.notes] + ([""] if report.notes else [])
-    if golden and golden.get("directory") is None and golden.get("source"):
-        lines += [f"Golden set: {golden['source']}.", ""]
-    elif golden:
+    if golden and golden.get("directory"):
         what = "Your cases" if golden.get("tier") == "user" else "Golden set"
         lines += [f"{what} `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
+    elif golden and golden.get("source"):
+        lines += [f"Cases: {golden['source']} (computed in memory, no golden files).", ""]
     lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)

@@ -42,8 +42,10 @@ from .stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, S
 from .tolerance import Metrics, Profile, Resolved, bounds, compare, default_profile_name, get_profile, resolve
 from .xfail import XfailList
 
-__all__ = ["STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "call_stage", "judge_case",
-           "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S"]
+__all__ = [
+    "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
+    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S",
+]
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
 FAILING = frozenset({"FAIL", "ERROR"})
@@ -306,6 +308,20 @@ class _InProcess:
 
     def close(self) -> None:
         self.thread.close()
+
+
+def open_caller(backend: Any, options: RunOptions, selector: str | None = None) -> tuple[Callable[[GoldenCase], tuple[Any, list[str]]], Callable[[], None]]:
+    """``(call, close)`` for :func:`run_one` outside :func:`run_cases`: the backend in this process
+    (with ``options.timeout``) or, with ``options.isolate``, in one worker process (needs ``selector``)."""
+    if options.isolate:
+        from .isolate import Worker
+
+        if not selector:
+            raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
+        worker = Worker(selector, options.timeout)
+        return worker, worker.close
+    single = _InProcess(backend, options.timeout)
+    return single, single.close
 
 
 def _profile_for(options: RunOptions, caps: Any) -> Profile:

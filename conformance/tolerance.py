@@ -90,6 +90,7 @@ __all__ = [
     "Resolved",
     "resolve",
     "bounds",
+    "pair_coefficients",
     "compare",
     "case_angles",
     "position_rows",
@@ -343,6 +344,13 @@ def _angle_coef(r: Resolved, phi: np.ndarray, logw: np.ndarray, kappa: np.ndarra
     return r.c_out * r.u_out + r.c_tab * r.u_tab + r.u_ang * phi * _freq_coef(r, logw, kappa)
 
 
+def pair_coefficients(spec: RopeSpec, positions: np.ndarray, r: Resolved, grid: tuple[int, ...] | None = None) -> np.ndarray:
+    """``s*(c_out*u_out + c_tab*u_tab + u_ang*|phi|*(c_ang + c_log*|ln w| + c_blend*kappa))`` per (token, pair),
+    ``[*P, n]``: the bound of a rotated element is this times the pair magnitude, plus the floor."""
+    phi, logw, kappa, s = case_angles(spec, positions, grid)
+    return abs(s) * _angle_coef(r, phi, logw, kappa)
+
+
 def _pair_bound(x: np.ndarray, coef: np.ndarray, spec: RopeSpec, transposed: bool, floor: float) -> np.ndarray:
     """Bound for every element of a [..., H, D] output: coef [P, n] times the pair magnitude."""
     pm = pair_map(spec)
@@ -365,8 +373,7 @@ def bounds(case: GoldenCase, r: Resolved) -> dict[str, np.ndarray]:
         bs = np.asarray(abs(s) * (r.c_out * r.u_out + r.c_ang * r.u_ang) + r.floor)
         return {"inv_freq": bw, "attention_factor": bs}
     if case.stage == "cos_sin":
-        phi, logw, kappa, s = case_angles(spec, a["positions"])
-        b = abs(s) * _angle_coef(r, phi, logw, kappa) + r.floor
+        b = pair_coefficients(spec, a["positions"], r) + r.floor
         return {"cos": b, "sin": b}
     if case.stage == "apply":
         x = np.asarray(a["x"], dtype=np.float64)
@@ -375,8 +382,7 @@ def bounds(case: GoldenCase, r: Resolved) -> dict[str, np.ndarray]:
         return {"y": _pair_bound(x, coef, spec, False, r.floor)}
     name = "x" if case.stage == "forward" else "grad"
     x = np.asarray(a[name], dtype=np.float64)
-    phi, logw, kappa, s = case_angles(spec, a["positions"], x.shape[:-2])
-    coef = abs(s) * _angle_coef(r, phi, logw, kappa)
+    coef = pair_coefficients(spec, a["positions"], r, x.shape[:-2])
     out = "y" if case.stage == "forward" else "grad_x"
     return {out: _pair_bound(x, coef, spec, case.stage == "backward", r.floor)}
 
