@@ -9,6 +9,7 @@ FMAs, so the results are bit-identical to the NumPy version (tested for every pa
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .sincos import COS_COEFFS, PIO2_CHUNKS, ROUND_MAGIC, SIN_COEFFS, SPLITTER, TWO_OVER_PI
@@ -64,11 +65,12 @@ def sincos(hi: float, lo: float) -> tuple[float, float]:
     w = 1.0 - h
     pc = ((((((_K7 * z + _K6) * z + _K5) * z + _K4) * z + _K3) * z + _K2) * z + _K1) * z + _K0
     c = w + ((((1.0 - w) - h) - 0.5 * zl) + (z * z * pc - a * b))
-    q = int(k) & 3
-    if q == 0:
-        return c, s
-    if q == 1:
-        return -s, c
-    if q == 2:
-        return -c, -s
-    return s, -c
+    # quadrant k mod 4 without branches (selects and exact negations), so LLVM can vectorise the
+    # loops that call this: (cos, sin) = (c, s), (-s, c), (-c, -s), (s, -c) for q = 0, 1, 2, 3
+    q = np.int64(k) & 3
+    swap = (q & 1) == 1
+    cc = s if swap else c
+    ss = c if swap else s
+    cos = -cc if (q == 1 or q == 2) else cc
+    sin = -ss if q >= 2 else ss
+    return cos, sin
