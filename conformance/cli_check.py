@@ -50,6 +50,9 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", default=None, metavar="FILE", help="write a Markdown report")
     p.add_argument("--plot", default=None, metavar="DIR", help="PNG of error/bound vs position for failing and near-failing cases (needs matplotlib)")
     p.add_argument("--no-diagnose", action="store_true", help="skip the decoy diagnosis of failures")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--goldens-only", action="store_true", help="judge the golden cases only (no cases generated for the backend's interface)")
+    which.add_argument("--generated-only", action="store_true", help="judge only the cases generated for the backend's interface")
     p.add_argument("--quiet", "-q", action="store_true", help="only the summary line and problems")
 
 
@@ -73,9 +76,11 @@ def _select(cases: list[GoldenCase], filters: Sequence[str], dtypes: Sequence[st
     return cases
 
 
-def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> CaseSource:
+def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = (), *,
+               allow_empty: bool = False) -> CaseSource:
     """The golden cases to judge: from the golden directory, or (``--tier full`` without a full
-    golden directory) materialized in memory from the catalogue."""
+    golden directory) materialized in memory from the catalogue. ``allow_empty``: no error when
+    the selection is empty (generated cases may still match)."""
     from .golden import GoldenError, default_golden_dir, load_golden
 
     directory = Path(golden) if golden else default_golden_dir()
@@ -100,7 +105,7 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
         cases = [materialize(r, check_fast=False) for r in recipes]
         info.update(directory=None, set_hash=None, source=f"catalogue {tier} tier, computed in memory")
     selected = _select(cases, filters, dtypes)
-    if not selected:
+    if not selected and not allow_empty:
         what = " and ".join(x for x in (f"--filter {','.join(filters)}" if filters else "", f"--dtype {','.join(dtypes)}" if dtypes else "") if x)
         raise UsageError(f"no case matches {what or 'the selection'} ({len(cases)} cases in the {tier} tier)")
     info["selected"] = len(selected)
@@ -189,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from . import report as rep
+    from .report_sections import coverage_line
     from .backends.resolve import ENV_VAR, BackendError, resolve_backend
     from .runner import RunOptions, run_cases
     from .tolerance import default_profile_name, get_profile
@@ -222,11 +228,20 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
     filters = list(args.filter)
+    plan = None
     if args.outputs:
         source = backend.case_source(args.golden, args.tier, filters, args.dtype)
     else:
+        from .check_sources import with_generated
+
         try:
-            source = load_cases(args.golden, args.tier, filters, args.dtype)
+            if args.generated_only:
+                source = CaseSource([], {"tier": args.tier, "directory": None, "selected": 0})
+            else:
+                source = load_cases(args.golden, args.tier, filters, args.dtype, allow_empty=not args.goldens_only)
+            if not args.goldens_only:
+                cases, n_gen, plan = with_generated(source.cases, backend, filters, args.dtype)
+                source = CaseSource(cases, dict(source.info, generated=n_gen, selected=len(cases)))
         except (ValueError, TypeError) as exc:
             raise UsageError(str(exc)) from None
     options = RunOptions(
@@ -238,12 +253,19 @@ def _run(args: argparse.Namespace) -> int:
         report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
+    from .check_sources import attach_sections
+
+    attach_sections(report, source.cases, backend, plan)
     golden_info = source.info
     command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
         for r in problems:
             print(rep._failure_line(r))
+        if report.coverage:
+            print(coverage_line(report.coverage))
+        if report.verdict:
+            print(f"run-level diagnosis: {report.verdict['summary']}")
         print(rep.summary_line(report))
     else:
         rep.console(report, sys.stdout, golden=golden_info)
@@ -256,6 +278,11 @@ def _run(args: argparse.Namespace) -> int:
             rep.write_markdown(report, args.markdown, golden=golden_info)
         if args.plot:
             paths = rep.write_plots(report, args.plot)
+            from .report_sections import write_verdict_png
+
+            verdict_png = write_verdict_png(report, args.plot)
+            if verdict_png:
+                paths.append(verdict_png)
             print(f"wrote {len(paths)} plot(s) to {args.plot}")
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None

@@ -15,6 +15,7 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 
+from .bugs.freqs import plain_spec
 from .case import GoldenCase
 from .declaration import declaration_hints
 from .diagnose import diagnose
@@ -27,7 +28,8 @@ __all__ = ["explain_failure", "pair_profile"]
 
 def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mapping[str, np.ndarray],
                  bnd: Mapping[str, np.ndarray]) -> dict[str, list[float]] | None:
-    """``{"ratio": [...], "wavelength": [...]}``: per pair, the worst |error|/bound and 2*pi/w."""
+    """``{"ratio": [...], "wavelength": [...]}``: per pair, the worst |error|/bound and the wavelength
+    2*pi/w of its *unscaled* frequency (the quantity llama3 bands and YaRN ramps are defined on)."""
     if case.stage not in ("cos_sin", "forward", "backward", "inv_freq"):
         return None
     name = next(iter(exp))
@@ -46,7 +48,8 @@ def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mappi
         pm = pair_map(spec) if case.stage == "forward" else pair_map(spec).transposed()
         per = np.maximum(ratio[..., pm.out_a], ratio[..., pm.out_b]).reshape(-1, spec.n_pairs).max(axis=0)
         seq = max(int(position_rows(spec, case.arrays["positions"]).max()) + 1, 1)
-    w, _ = inv_freq(spec, seq)
+    base = plain_spec(spec) if spec.scaling.type not in ("default", "proportional") else spec
+    w, _ = inv_freq(base or spec, seq)
     lam = [2 * math.pi / float(x) if x > 0 else math.inf for x in w]
     return {"ratio": [float(x) for x in per], "wavelength": lam}
 

@@ -32,11 +32,11 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.spec import PAIRINGS, RopeSpec
 
-from .backends.base import backend_stages
 from .bugs.catalogue import CATALOGUE
-from .bugs.facts import Precision, case_facts
+from .bugs.facts import case_facts
 from .bugs.model import BugClass
-from .case import DTYPES, STAGE_OUTPUTS, STAGES, GoldenCase, case_features, numpy_dtype
+from .case import DTYPES, STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .declared import Interface
 from .cases import shape_tag
 from .generated_positions import COVERAGE_REGIMES, REGIMES, Regime
 from .generated_specs import variant_scaling, variant_spec
@@ -46,42 +46,6 @@ __all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated"
 
 HEADS = 2
 _FINEST = ("float64", "float32", "float16", "bfloat16")
-
-
-@dataclass(frozen=True)
-class Interface:
-    """What a backend declares (its capabilities, with the stages it really implements)."""
-
-    stages: frozenset[str]
-    pairings: frozenset[str]
-    dtypes: frozenset[str]
-    scaling_types: frozenset[str]
-    features: frozenset[str]
-    angle_dtype: str
-    table_dtype: str
-
-    @classmethod
-    def of(cls, backend: Any) -> "Interface":
-        caps = backend.capabilities
-        stages = frozenset(getattr(caps, "stages", ())) & backend_stages(backend)
-        return cls(stages, frozenset(caps.pairings), frozenset(caps.dtypes), frozenset(caps.scaling_types),
-                   frozenset(caps.features), str(caps.angle_dtype), str(caps.table_dtype))
-
-    def declares(self, case: GoldenCase) -> str | None:
-        """None if the declared capabilities cover ``case``, else what is missing."""
-        if case.stage not in self.stages:
-            return f"stage {case.stage}"
-        if case.spec.pairing not in self.pairings:
-            return f"pairing {case.spec.pairing}"
-        if case.dtype not in self.dtypes:
-            return f"dtype {case.dtype}"
-        if case.spec.scaling.type not in self.scaling_types:
-            return f"scaling {case.spec.scaling.type}"
-        missing = sorted(case_features(case) - self.features)
-        return f"feature(s) {', '.join(missing)}" if missing else None
-
-    def precision(self, dtype: str) -> Precision:
-        return Precision.of(self.angle_dtype, self.table_dtype, dtype)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
+from .report_sections import console_sections, junit_sections, markdown_sections
 from .runner import STATUSES, CaseResult, RunReport
 
 __all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
@@ -92,6 +93,7 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
             w(f"  line {e['line']}: {e['pattern']} ({e['why']})\n")
+    console_sections(report, out)
     w("\n" + summary_line(report) + "\n")
 
 
@@ -106,6 +108,8 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
         "profile": report.profile,
         "summary": {"ok": report.ok, "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3)},
         "stale_xfails": report.stale_xfails,
+        "coverage": report.coverage,
+        "verdict": report.verdict,
         "results": [r.to_dict() for r in report.results],
     }
 
@@ -149,6 +153,7 @@ def write_junit(report: RunReport, path: str | Path) -> None:
                 ET.SubElement(tc, "skipped", message=f"{r.status}: {r.xfail_reason or r.message}"[:500])
             elif r.status == "XPASS":
                 ET.SubElement(tc, "system-out").text = f"XPASS (expected failure: {r.xfail_reason})"
+    junit_sections(report, root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -170,6 +175,7 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
         for r in bad:
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
             lines.append(f"| {r.status} | `{r.id}` | {_md(r.message)} | {_md(diag)} | `{_md(r.repro)}` |")
+    lines += markdown_sections(report)
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .case import STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .declared import INCONSISTENT, declaration_gap
 from .expected import expected_and_bounds
 from .tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
 from .xfail import XfailList
@@ -95,6 +96,8 @@ class RunReport:
     results: list[CaseResult] = field(default_factory=list)
     seconds: float = 0.0
     stale_xfails: list[dict[str, str]] = field(default_factory=list)
+    coverage: dict[str, Any] | None = None  # conformance.coverage (set by the CLI)
+    verdict: dict[str, Any] | None = None  # conformance.verdict, the run-level diagnosis
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -289,6 +292,10 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
         res.message = f"supports() raised {type(exc).__name__}: {exc}"
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
+        if declaration_gap(backend, case) is None:
+            res.message = f"{INCONSISTENT}: {res.message}"
+    elif verdict is True and not callable(getattr(backend, "call_case", None)) and not callable(getattr(backend, case.stage, None)):
+        res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
     elif verdict is True:
         outputs: dict[str, np.ndarray] | None = None
         try:
