@@ -144,7 +144,7 @@ POSITION_CLASSES: tuple[BugClass, ...] = (
         "cos_sin, forward, backward; bshd with B > 1 (plain and mRoPE)", "every row gets row 0's positions",
         "batch rows with different positions (per-row offsets, decode B > 1)",
         Family(_row0), lambda f: _pos(f) and f.rows_differ and not f.packed and f.tight(f.row0_max_abs),
-        applies=lambda s: s.vision is None, probes=(Probe("default", "rows"), Probe("default", "step"), Probe("mrope-chunked", "mrope-rows")),
+        applies=lambda s: s.vision is None, probes=(Probe("default", "rows"), Probe("default", "step"), Probe("mrope-chunked", "mrope-image")),
     ),
     BugClass(
         "positions:cu-seqlens-ignored", 1, "cu_seqlens ignored: positions run on across packed sequences", TENSOR,

@@ -65,7 +65,7 @@ class _Evaluator:
         self.seen: dict[Any, Candidate | None] = {}
 
     def __call__(self, param: Any) -> Candidate | None:
-        key = param if not isinstance(param, float) else float(f"{param:.12g}")
+        key = param if not isinstance(param, (np.floating, np.integer)) else param.item()
         if key in self.seen:
             return self.seen[key]
         out = None
@@ -165,6 +165,27 @@ def _int_pattern(score, start: int, span: int, max_evals: int = 64) -> int:  # t
     return best
 
 
+def _budget_log_search(ev: _Evaluator, start: Candidate, integer: bool, max_evals: int = 80) -> Candidate:
+    """Pattern search of the budget itself on a log scale (close to the answer the budget is V-shaped)."""
+    best = start
+    x = float(start.decoy.param)
+    step, evals = 0.02, 0
+    while step > 1e-12 and evals < max_evals:
+        moved = False
+        for cand in (x * math.exp(step), x * math.exp(-step)):
+            p: Any = int(round(cand)) if integer else cand
+            if integer and p == int(round(x)):
+                continue
+            evals += 1
+            c = ev(p)
+            if c is not None and c.budget < best.budget:
+                best, x, moved = c, float(p), True
+                break
+        if not moved:
+            step /= 3.0
+    return best
+
+
 def _int_search(ev: _Evaluator, start: Candidate) -> Candidate:
     k = int(start.decoy.param)
 
@@ -202,6 +223,8 @@ def best_decoy(cls: BugClass, case: GoldenCase, r: Resolved, actual: Mapping[str
     if not cands:
         return None
     best = min(cands, key=lambda c: c.budget)
+    if fam.refine in ("log", "log-int") and best.budget > 1.0:
+        best = _budget_log_search(ev, best, fam.refine == "log-int")
     if fam.refine in ("int", "log-int") and best.budget > 1.0:
         best = _int_search(ev, best)
     return best
