@@ -8,6 +8,7 @@ precision) the generator derives, deterministically, a covering set of small cas
   :data:`conformance.generated_positions.COVERAGE_REGIMES` (contiguous from 0, near 256, 2048,
   4096, 65536, 2^20 and 2^31 - T; per-row offsets; sparse; decode B > 1 T = 1; packed) in every
   declared dtype, the pairings rotating over them;
+- *length switches*: longrope at seq_len below, at and past L0, dynamic NTK at and past M;
 - *class coverage*: for each bug class of the catalogue (:mod:`conformance.bugs.catalogue`) and
   each stage where it can occur, the first probe (spec variant + regime; seq_len on both sides
   of every length switch: longrope below/at/past L0, dynamic at/past M) whose case the interface
@@ -45,6 +46,7 @@ from .tolerance import position_rows
 __all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases"]
 
 HEADS = 2
+_SWITCHES = {"longrope": ("below-L0", "at-L0", "past-L0"), "dynamic": ("at-M", "past-M")}
 _FINEST = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -195,6 +197,18 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                 g = _make(stage, "default", pairings[(i + j) % len(pairings)], dt, REGIMES[name])
                 if g is not None and iface.declares(g.light) is None and (not ask_backend or _accepts(backend, g.light) is None):
                     add(g)
+    # both sides of every length switch (longrope: seq_len below, at and past L0; dynamic: at and past M)
+    for stage in STAGES:
+        if stage not in iface.stages or stage == "apply":
+            continue
+        dts = _dtypes_for(iface, stage)
+        for variant, names in _SWITCHES.items():
+            if variant_scaling(variant) not in iface.scaling_types or not dts:
+                continue
+            for i, name in enumerate(names):
+                g = _make(stage, variant, pairings[i % len(pairings)], dts[i % len(dts)], REGIMES[name])
+                if g is not None and iface.declares(g.light) is None and (not ask_backend or _accepts(backend, g.light) is None):
+                    add(g)
     # class coverage
     for k, cls in enumerate(CATALOGUE):
         blocked: set[str] = set()
@@ -217,6 +231,8 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                     for pr in _rotate(pairings, k + len(stage)):
                         g = _make(stage, probe.spec, pr, dt, REGIMES[probe.regime])
                         if g is None:
+                            if probe.spec.startswith("vision") and "half" not in iface.pairings:
+                                blocked.add("pairing half (2-D vision)")
                             continue
                         why = iface.declares(g.light)
                         if why is not None:

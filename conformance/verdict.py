@@ -59,7 +59,7 @@ def _pattern(results: list[Any], by_id: dict[str, GoldenCase]) -> list[str]:
             return [f"every case with {attr} in {{{', '.join(all_fail)}}} fails, nothing else ({len(failing)} cases)"]
     for attr in _ATTRS[:5]:
         vals = Counter(_props(by_id[i])[attr] for i in failing)
-        if len(vals) == 1:
+        if len(vals) == 1 and len({_props(c)[attr] for _, c in judged}) > 1:
             (v,) = vals
             total = sum(1 for _, c in judged if _props(c)[attr] == v)
             return [f"all failing cases have {attr}={v} ({len(failing)} of the {total} judged {attr}={v} cases fail)"]
@@ -139,6 +139,26 @@ def _positions(fails: list[Any]) -> str | None:
     return f"errors at every position from {int(first)} to {int(p[over].max())}"
 
 
+def _split_by_attribute(fails: list[Any], by_id: dict[str, GoldenCase], counts: Counter) -> str | None:
+    """"positions:bf16 explains every dtype=bfloat16 FAIL, positions:fp16 every dtype=float16 FAIL" when the
+    named classes partition the failing cases along one case property."""
+    explained = {k: {r.id for r in fails if k in ((r.diagnosis or {}).get("matches") or [])} for k, _ in counts.most_common(4)}
+    all_ids = {r.id for r in fails}
+    for attr in _ATTRS:
+        parts = []
+        for k, ids in explained.items():
+            vals = {_props(by_id[i])[attr] for i in ids if i in by_id}
+            if len(vals) == 1:
+                (v,) = vals
+                same = {r.id for r in fails if r.id in by_id and _props(by_id[r.id])[attr] == v}
+                if same == ids:
+                    parts.append((k, v))
+        covered = set().union(*(explained[k] for k, _ in parts)) if parts else set()
+        if len(parts) > 1 and covered == all_ids:
+            return "the cause follows " + attr + ": " + ", ".join(f"{k} explains every {attr}={v} FAIL" for k, v in parts)
+    return None
+
+
 def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any] | None:
     """The run-level diagnosis (None when nothing failed)."""
     fails = [r for r in report.results if r.status in _FAILED]
@@ -157,8 +177,12 @@ def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any
     elif everywhere:
         words.append(f"every failing case is explained by each of: {', '.join(everywhere)}")
     elif counts:
-        top = ", ".join(f"{k} ({v} of {n})" for k, v in counts.most_common(3))
-        words.append(f"no single bug class explains every failing case; most named: {top}")
+        split = _split_by_attribute(fails, by_id, counts)
+        if split:
+            words.append(split)
+        else:
+            top = ", ".join(f"{k} ({v} of {n})" for k, v in counts.most_common(3))
+            words.append(f"no single bug class explains every failing case; most named: {top}")
     else:
         words.append(f"no known bug class matches any of the {n} failing cases")
     words += _pattern(report.results, by_id)

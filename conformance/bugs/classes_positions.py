@@ -50,13 +50,36 @@ def _shift(case: GoldenCase, k: object) -> Decoy | None:
 
 
 def _rounded(dtype: str, limit: int):  # type: ignore[no-untyped-def]
+    """Positions rounded to ``dtype``: directly (param None), or built in that dtype's arithmetic as
+    ``arange(T, dtype) + offset`` (param "offset+index": the row's first position and the index
+    are each rounded, then their sum; PyTorch converts the scalar offset to the tensor dtype first)."""
     short = {"bfloat16": "bf16", "float16": "fp16"}[dtype]
 
-    def make(case: GoldenCase, _: object) -> Decoy:
+    def make(case: GoldenCase, how: object) -> Decoy:
         extra = "; float16 positions above 65504 overflow to inf" if dtype == "float16" else ""
-        return Decoy(f"positions:{short}", f"positions rounded to {dtype} (exact only up to {limit}{extra})", round_positions=dtype)
+        if how is None:
+            return Decoy(f"positions:{short}", f"positions rounded to {dtype} (exact only up to {limit}{extra})", round_positions=dtype)
+        starts = _row_starts(case)
+        return Decoy(f"positions:{short}", f"positions built in {dtype} arithmetic: offset and index rounded to {dtype}, then "
+                     f"their sum (arange(T, dtype={dtype}) + offset; exact only up to {limit}{extra})", param=how,
+                     rows=lambda r: _offset_plus_index(r, starts(r), dtype))
 
     return make
+
+
+def _row_starts(case: GoldenCase):  # type: ignore[no-untyped-def]
+    """``rows -> starts`` (same shape): each token's row start (bshd) or packed-sequence start."""
+    if _packed(case):
+        cu = _cu(case)
+        idx = np.repeat(cu[:-1], np.diff(cu))
+        return lambda r: r[..., idx]
+    return lambda r: np.broadcast_to(r[..., :1], r.shape)
+
+
+def _offset_plus_index(r: np.ndarray, start: np.ndarray, dtype: str) -> np.ndarray:
+    from .rounding import round_to
+
+    return round_to(dtype, round_to(dtype, r - start) + round_to(dtype, start))
 
 
 def _offsets_ignored(case: GoldenCase, _: object) -> Decoy | None:
@@ -122,14 +145,14 @@ POSITION_CLASSES: tuple[BugClass, ...] = (
         "positions:bf16", 6, "positions rounded to bfloat16 (wrong past 256)", POS,
         "cos_sin, forward, backward; every spec", "positions rounded to bfloat16",
         "odd positions past 256 (not bfloat16 numbers) with a tight angle bound",
-        Family(_rounded("bfloat16", 256)), lambda f: f.has_positions and f.tight(f.min_bf16_inexact),
+        Family(_rounded("bfloat16", 256), lambda c, h: (None, "offset+index")), lambda f: f.has_positions and f.tight(f.min_bf16_inexact),
         probes=(Probe("default", "near4096"), Probe("default", "rows")),
     ),
     BugClass(
         "positions:fp16", 6, "positions rounded to float16 (wrong past 2048, inf past 65504)", POS,
         "cos_sin, forward, backward; every spec", "positions rounded to float16 (overflow to inf included)",
         "odd positions past 2048 (not float16 numbers); past 65504 the outputs become NaN",
-        Family(_rounded("float16", 2048)), lambda f: f.has_positions and f.tight(f.min_fp16_inexact),
+        Family(_rounded("float16", 2048), lambda c, h: (None, "offset+index")), lambda f: f.has_positions and f.tight(f.min_fp16_inexact),
         probes=(Probe("default", "near4096"), Probe("default", "near65536")),
     ),
     BugClass(
