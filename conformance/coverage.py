@@ -79,7 +79,8 @@ def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
             elif errors:
                 row["why"] = f"every exposing case was an ERROR ({len(errors)})"
             elif hits:
-                row["why"] = f"the backend does not support the {len(hits)} selected case(s) that expose it"
+                top = Counter(r.message for r, _ in hits).most_common(1)[0][0]
+                row["why"] = f"NOT_SUPPORTED on the {len(hits)} selected case(s) that expose it ({top})"
             else:
                 row["why"] = "no selected case exposes it (filter, --goldens-only or the case set)"
         rows.append(row)

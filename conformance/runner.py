@@ -292,7 +292,7 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
         res.message = f"supports() raised {type(exc).__name__}: {exc}"
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
-        if declaration_gap(backend, case) is None:
+        if declaration_gap(backend, case) is None and not _unavailable(backend):
             res.message = f"{INCONSISTENT}: {res.message}"
     elif verdict is True and not callable(getattr(backend, "call_case", None)) and not callable(getattr(backend, case.stage, None)):
         res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
@@ -315,6 +315,15 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
     apply_xfail(res, options.xfail)
     res.seconds = time.perf_counter() - start
     return res
+
+
+def _unavailable(backend: Any) -> bool:
+    """The implementation cannot run here at all (library missing, no GPU): not a declaration problem."""
+    probe = getattr(backend, "library_reason", None)
+    try:
+        return bool(probe()) if callable(probe) else False
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:
