@@ -122,12 +122,17 @@ def _pair_frequency(p: Arr, phi: Arr, sig: Arr, prior: float) -> tuple[float, fl
     dp = p - p[k]
     dphi = phi - phi[k]
     w = w0
-    for idx in np.argsort(np.abs(dp), kind="stable"):
-        if dp[idx] == 0:
-            continue
-        sel = np.abs(dp) <= abs(dp[idx])
-        u = w * dp[sel] + _wrap(dphi[sel] - w * dp[sel])
-        w = float(np.sum(u * dp[sel]) / np.sum(dp[sel] ** 2))
+    adp = np.abs(dp)
+    reach = max(float(g), 1.0)
+    top = float(adp.max())
+    while True:  # unwrap through gaps that at most double each time
+        reach = min(2.0 * reach, top)
+        sel = (adp > 0) & (adp <= reach)
+        if sel.any():
+            u = w * dp[sel] + _wrap(dphi[sel] - w * dp[sel])
+            w = float(np.sum(u * dp[sel]) / np.sum(dp[sel] ** 2))
+        if reach >= top:
+            break
     res = _wrap(dphi - w * dp)
     c = float(np.angle(np.mean(np.exp(1j * (phi - w * p)))))
     noise = float(np.median(sig)) * math.sqrt(2.0)

@@ -32,6 +32,10 @@ from .rounding import round_to
 
 __all__ = ["Candidate", "best_decoy", "decoy_frequencies"]
 
+#: a fitted family whose frequencies miss the effective ones by more than this many sigma^2 per
+#: pair cannot explain the output: its budget is not searched further (it stays a poor candidate)
+_PLAUSIBLE = 1e4
+
 Arr = np.ndarray
 
 
@@ -126,11 +130,11 @@ def _freq_objectives(case: GoldenCase, cls: BugClass, hints: Hints):  # type: ig
     return coarse, fine
 
 
-def _log_search(misfit, start: float, lo: float = 0.0) -> float:  # type: ignore[no-untyped-def]
+def _log_search(misfit, start: float, lo: float = 0.0, tol: float = 1e-13) -> float:  # type: ignore[no-untyped-def]
     """Shrinking pattern search of ``misfit`` on a log scale around ``start`` (values > lo)."""
     best, fbest = start, misfit(start)
     step = 0.3
-    while step > 1e-13:
+    while step > tol:
         moved = False
         for cand in (best * math.exp(step), best * math.exp(-step)):
             if cand <= lo:
@@ -206,6 +210,7 @@ def best_decoy(cls: BugClass, case: GoldenCase, r: Resolved, actual: Mapping[str
     ev = _Evaluator(cls, case, r, actual, expected)
     fam = cls.family
     params = list(fam.candidates(case, hints))
+    plausible = True
     if fam.refine in ("log", "log-int"):
         objectives = _freq_objectives(case, cls, hints)
         if objectives is not None:
@@ -213,17 +218,19 @@ def best_decoy(cls: BugClass, case: GoldenCase, r: Resolved, actual: Mapping[str
             seeds = sorted(params, key=coarse)[:3]
             if seeds:
                 lo = 1.0 if fam.refine == "log-int" else 0.0
-                refined: Any = _log_search(fine, _log_search(coarse, float(seeds[0]), lo), lo)
+                refined: Any = _log_search(fine, _log_search(coarse, float(seeds[0]), lo, 1e-6), lo)
                 if fam.refine == "log-int":
                     k = int(round(refined))
                     refined = _int_pattern(fine, k, max(1, int(abs(k) * 1e-6)))
                 seeds.insert(0, refined)
+                # the effective frequencies say whether this family can explain the output at all
+                plausible = fine(refined) <= _PLAUSIBLE * max(1, int(np.isfinite(np.asarray(hints["freqs"], dtype=float)).sum()))
             params = seeds + [p for p in params if p not in seeds][:4]
     cands = [c for c in (ev(p) for p in params) if c is not None]
     if not cands:
         return None
     best = min(cands, key=lambda c: c.budget)
-    if fam.refine in ("log", "log-int") and best.budget > 1.0:
+    if fam.refine in ("log", "log-int") and best.budget > 1.0 and plausible:
         best = _budget_log_search(ev, best, fam.refine == "log-int")
     if fam.refine in ("int", "log-int") and best.budget > 1.0:
         best = _int_search(ev, best)
