@@ -336,17 +336,14 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     pos_rows = view.pos[:, [int(np.argmax(axes == ax)) for ax in range(delta.shape[1])]]
     consistent = good.all(axis=1)
     pw: list[str] = []
-    if consistent.mean() > 0.5 and np.nanmax(np.abs(delta[consistent])) > 0.5:
+    if consistent.mean() >= 0.25 and np.nanmax(np.abs(delta[consistent])) > 0.5:
         dd = np.round(delta[consistent])
-        p0 = pos_rows[consistent]
-        pw = _position_words(p0, dd)
-        shift = np.unique(dd)
-        if shift.size == 1 and shift[0] != 0:
-            out["hints"]["shift"] = int(shift[0])
-        elif dd.size:
-            med = int(np.median(dd))
-            if med:
-                out["hints"]["shift"] = med
+        if consistent.mean() > 0.5:
+            pw = _position_words(pos_rows[consistent], dd)
+        values, counts = np.unique(dd, return_counts=True)
+        mode = int(values[np.argmax(counts)])
+        if mode:
+            out["hints"]["shift"] = mode  # seeds the fit of positions:shifted
     if pw and (not fw or spec_like.sum() < freq_ok.sum() // 2):
         out["words"] += pw
     elif fw:

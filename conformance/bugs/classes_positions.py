@@ -34,7 +34,7 @@ def _zero(case: GoldenCase, _: object) -> Decoy:
 
 
 def _shift_candidates(case: GoldenCase, hints: Hints) -> list[int]:
-    out = [1, -1, 2, -2]
+    out = [1, -1, 2, -2, 3, -3, 4, -4]
     k = hints.get("shift")
     if isinstance(k, (int, np.integer)) and k != 0 and abs(int(k)) < 2**32:
         out.insert(0, int(k))
