@@ -207,6 +207,8 @@ def _ratio_words(ratio: float) -> str:
         return "frequency 0 (not rotated)"
     if ratio < 0:
         return "rotation reversed" if abs(ratio + 1) < 0.02 else f"reversed frequencies x{-ratio:.3g}"
+    if abs(ratio - 1.0) < 0.01:
+        return f"frequencies {abs(ratio - 1.0):.2g} relatively too {'small' if ratio < 1 else 'large'}"
     return f"frequencies {1 / ratio:.3g}x too small" if ratio < 1 else f"frequencies {ratio:.3g}x too large"
 
 

@@ -131,3 +131,17 @@ def test_classes_cite_a_spec_section_and_say_where_they_occur():
         assert cls.section in (1, 2, 3, 4, 5, 6) and cls.words and cls.where and cls.decoy and cls.exposes
         assert cls.stages and cls.stages <= set(STAGES)
     assert BY_ID["positions:bf16"].probes
+
+
+def test_a_float32_engine_that_declares_nothing_is_told_so():
+    """Judged as float64 (its declaration), a correct float32 engine fails at long positions; each
+    FAIL says it would pass with angle_dtype='float32', and no decoy is blamed."""
+    from conformance.generated import materialize_all, plan_cases
+
+    engine = BugEngine(precision="float32", capabilities=Capabilities(stages=frozenset(STAGES)))
+    cases = materialize_all(plan_cases(engine).cases)[::6]
+    fails = [r for r in run_cases(engine, cases, RunOptions()).results if r.status == "FAIL"]
+    assert fails
+    for r in fails:
+        assert any("angle_dtype='float32'" in h for h in r.diagnosis["hints"]), r.diagnosis["summary"]
+        assert r.diagnosis["match"] is None, r.diagnosis["summary"]

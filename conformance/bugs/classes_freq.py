@@ -20,6 +20,7 @@ from .model import BugClass, Family, Hints, Probe
 __all__ = ["FREQ_CLASSES", "freq_visible"]
 
 FREQ = frozenset({"inv_freq", "cos_sin", "forward", "backward"})
+_SAME = 1e-4  # a fitted theta or factor within this relative distance of the spec's is not "another value"
 
 
 def _kind(*kinds: str):  # type: ignore[no-untyped-def]
@@ -131,8 +132,8 @@ def _theta_candidates(case: GoldenCase, hints: Hints) -> list[float]:
 
 def _theta(case: GoldenCase, theta: object) -> Decoy | None:
     t = float(theta)  # type: ignore[arg-type]
-    if not (t > 1.0) or abs(t - case.spec.theta) <= 1e-12 * case.spec.theta:
-        return None
+    if not (t > 1.0) or abs(t - case.spec.theta) <= _SAME * case.spec.theta:
+        return None  # a theta this close is the fit absorbing rounding noise, not a wrong theta
     try:
         spec = case.spec.replace(theta=t)
     except (ValueError, TypeError):
@@ -165,7 +166,7 @@ def _factor(case: GoldenCase, value: object) -> Decoy | None:
     sc = case.spec.scaling
     v = float(value)  # type: ignore[arg-type]
     spec = with_scaling(case.spec, factor=v)
-    if spec is None or sc.factor is None or abs(v - sc.factor) <= 1e-12 * sc.factor:
+    if spec is None or sc.factor is None or abs(v - sc.factor) <= _SAME * sc.factor:
         return None
     return Decoy("scaling:factor", f"{sc.type} factor {v:.6g} used instead of {sc.factor:.6g}", param=v, spec=spec)
 
