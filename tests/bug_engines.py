@@ -62,11 +62,14 @@ BUGS: dict[str, str] = {
     "yarn-ramp-2j": "yarn:ramp-2j",
     "yarn-ramp-inverted": "yarn:ramp-inverted",
     "llama3-bands-swapped": "llama3:bands-swapped",
+    "llama3-bands-swapped-kept": "llama3:bands-swapped",
     "llama3-smooth-wavelength": "llama3:smooth-wavelength",
     "proportional-denominator": "proportional:denominator",
+    "proportional-denominator-k": "proportional:denominator",
     "tables-bf16": "tables:bf16",
     "tables-fp16": "tables:fp16",
     "angles-bf16": "angles:bf16",
+    "angles-bf16-all": "angles:bf16",
 }
 
 
@@ -115,7 +118,7 @@ class _Freqs:
             w0, _ = self._kind("default", spec, theta, d, n, seq_len)
             with np.errstate(divide="ignore", invalid="ignore"):
                 w = np.where(w0 > 0, w * w / np.where(w0 > 0, w0, 1), 0).astype(F)
-        if b == "inv-freq-bf16":
+        if b in ("inv-freq-bf16", "angles-bf16-all"):
             w = _round(w, "bfloat16").astype(F)
         if b == "inv-freq-fp16":
             w = _round(w, "float16").astype(F)
@@ -165,6 +168,8 @@ class _Freqs:
             lo_edge, hi_edge = L0 / a, L0 / bb
             if b == "llama3-bands-swapped":
                 lo_edge, hi_edge = hi_edge, lo_edge
+            if b == "llama3-bands-swapped-kept":  # torchtune's order of tests, edges swapped
+                return np.where(lam < L0 / a, w, (w / F(factor)).astype(F)).astype(F), 1.0
             out = np.where(lam > lo_edge, w / F(factor), w).astype(F)
             if b == "llama3-smooth-wavelength":
                 sigma = ((F(L0 / a) - lam) / F(L0 / a - L0 / bb)).astype(F)
@@ -177,7 +182,8 @@ class _Freqs:
             rho = 1.0 if sc.partial_rotary_factor is None else sc.partial_rotary_factor
             k = min(int((rho * d) // 2), n)
             w = np.zeros(n, dtype=F)
-            w[:k] = self.base(theta, 2 * k if b == "proportional-denominator" else d, k)
+            den = {"proportional-denominator": 2 * k, "proportional-denominator-k": k}.get(b, d)
+            w[:k] = self.base(theta, den, k)
             return (w / F(1.0 if sc.factor is None else sc.factor)).astype(F), 1.0
         raise ValueError(kind)
 
@@ -283,7 +289,7 @@ class BugEngine(BaseBackend):
             rows = rows + 1
         elif b == "positions-minus-three":
             rows = rows - 3
-        elif b == "positions-bf16":
+        elif b in ("positions-bf16", "angles-bf16-all"):
             rows = _round(rows, "bfloat16")
         elif b == "positions-fp16":
             rows = _round(rows, "float16")
@@ -326,11 +332,11 @@ class BugEngine(BaseBackend):
             p = np.broadcast_to(p, (*grid, p.shape[-1]))
         with np.errstate(all="ignore"):
             phi = (p.astype(F) * w).astype(F)
-            if b == "angles-bf16":
+            if b in ("angles-bf16", "angles-bf16-all"):
                 phi = _round(phi, "bfloat16").astype(F)
             cos = (np.cos(phi).astype(F) * F(s)).astype(F)
             sin = (np.sin(phi).astype(F) * F(s)).astype(F)
-        if b in ("tables-bf16", "angles-bf16"):
+        if b in ("tables-bf16", "angles-bf16", "angles-bf16-all"):
             cos, sin = _round(cos, "bfloat16").astype(F), _round(sin, "bfloat16").astype(F)
         if b == "tables-fp16":
             cos, sin = _round(cos, "float16").astype(F), _round(sin, "float16").astype(F)
@@ -379,7 +385,7 @@ class BugEngine(BaseBackend):
 
     def apply(self, x, cos, sin, spec):  # type: ignore[no-untyped-def]
         cos, sin = np.asarray(cos, dtype=np.float64), np.asarray(sin, dtype=np.float64)
-        if self.bug in ("tables-bf16", "angles-bf16"):
+        if self.bug in ("tables-bf16", "angles-bf16", "angles-bf16-all"):
             cos, sin = _round(cos, "bfloat16"), _round(sin, "bfloat16")
         if self.bug == "tables-fp16":
             cos, sin = _round(cos, "float16"), _round(sin, "float16")

@@ -262,23 +262,34 @@ def _ramp_inverted(case: GoldenCase, _: object) -> Decoy:
                  freqs=partial(yarn_ramp, inverted=True))
 
 
-def _bands(case: GoldenCase, _: object) -> Decoy:
-    return Decoy("llama3:bands-swapped", "llama3 band edges swapped (wavelengths above L0/high_freq_factor divided by the factor, no smoothing band)",
-                 freqs=llama3_bands_swapped)
+def _bands(case: GoldenCase, medium: object) -> Decoy:
+    what = "the band between them divided by the factor" if medium == "divided" else "the band between them kept unscaled"
+    return Decoy("llama3:bands-swapped", f"llama3 band edges swapped (L0/low_freq_factor and L0/high_freq_factor exchanged: {what})",
+                 param=medium, freqs=partial(llama3_bands_swapped, medium=str(medium)))
 
 
-def _smooth(case: GoldenCase, _: object) -> Decoy:
-    return Decoy("llama3:smooth-wavelength", "llama3 smoothing linear in the wavelength instead of in 1/wavelength",
-                 freqs=llama3_smooth_in_wavelength)
+def _smooth(case: GoldenCase, inverted: object) -> Decoy:
+    words = "llama3 smoothing linear in the wavelength instead of in 1/wavelength"
+    return Decoy("llama3:smooth-wavelength", words + (" (and running the other way)" if inverted else ""), param=bool(inverted) or None,
+                 freqs=partial(llama3_smooth_in_wavelength, inverted=bool(inverted)))
 
 
-def _prop(case: GoldenCase, _: object) -> Decoy | None:
+def _prop_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     w, _s = inv_freq(case.spec, 1)
     k = int(np.count_nonzero(w))
-    if k < 2 or 2 * k == case.spec.freq_dim:
+    d = case.spec.freq_dim
+    return [x for x in dict.fromkeys([2 * k, k, d // 2, 2 * k + 2, 2 * k - 2, 2 * k + 1]) if x >= 2 and x != d]
+
+
+def _prop(case: GoldenCase, denominator: object) -> Decoy | None:
+    w, _s = inv_freq(case.spec, 1)
+    k = int(np.count_nonzero(w))
+    den = int(denominator) if denominator is not None else 2 * k  # type: ignore[call-overload]
+    if k < 2 or den == case.spec.freq_dim:
         return None
-    return Decoy("proportional:denominator", f"proportional exponent denominator = rotated width {2 * k} instead of head dim {case.spec.freq_dim}",
-                 freqs=proportional_denominator)
+    what = "the rotated width " if den == 2 * k else ""
+    return Decoy("proportional:denominator", f"proportional exponent denominator = {what}{den} instead of head dim {case.spec.freq_dim}",
+                 param=den, freqs=partial(proportional_denominator, denominator=den))
 
 
 def _theta_rule(f: CaseFacts) -> bool:
@@ -370,12 +381,14 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
              "blend weights 1 - ramp", "a YaRN spec", Family(_ramp_inverted), _visible_with(_ramp_inverted), applies=_kind("yarn"),
              probes=(Probe("yarn", "near4096"),)),
     BugClass("llama3:bands-swapped", 3, "llama3 band edges swapped (L0/a and L0/b exchanged)", FREQ, "every stage with frequencies; llama3",
-             "w/f above L0/b, w below", "a llama3 spec with pairs in the smoothing band", Family(_bands), _visible_with(_bands),
-             applies=_kind("llama3"), probes=(Probe("llama3", "near4096"),)),
+             "w/f above L0/b, w below (or the band kept: the order of the tests)", "a llama3 spec with pairs in the smoothing band",
+             Family(_bands, lambda c, h: ("divided", "kept")), _visible_with(_bands, "divided"),
+             applies=_kind("llama3"), probes=(Probe("llama3", "near4096"),), parameter="test order"),
     BugClass("llama3:smooth-wavelength", 3, "llama3 smoothing linear in wavelength instead of 1/wavelength", FREQ,
              "every stage with frequencies; llama3", "sigma = (L0/a - lambda)/(L0/a - L0/b)", "a llama3 spec with pairs inside the smoothing band",
-             Family(_smooth), _visible_with(_smooth), applies=_kind("llama3"), probes=(Probe("llama3", "near4096"),)),
+             Family(_smooth, lambda c, h: (None, True)), _visible_with(_smooth), applies=_kind("llama3"), probes=(Probe("llama3", "near4096"),)),
     BugClass("proportional:denominator", 3, "proportional (Gemma 4) exponent denominator = rotated width instead of the head dim", FREQ,
              "every stage with frequencies; proportional", "w_i = theta^(-i/k)", "a proportional spec",
-             Family(_prop), _visible_with(_prop), applies=_kind("proportional"), probes=(Probe("proportional", "near4096"),)),
+             Family(_prop, _prop_candidates), _visible_with(_prop), applies=_kind("proportional"), probes=(Probe("proportional", "near4096"),),
+             parameter="denominator"),
 )

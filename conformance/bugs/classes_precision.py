@@ -22,7 +22,10 @@ def _tables(dtype: str):  # type: ignore[no-untyped-def]
     return make
 
 
-def _angles(case: GoldenCase, _: object) -> Decoy:
+def _angles(case: GoldenCase, how: object) -> Decoy:
+    if how == "all":
+        return Decoy("angles:bf16", "the whole angle computation in bfloat16 (positions, frequencies, p*w and the cos/sin tables)",
+                     param="all", round_positions="bfloat16", round_freqs="bfloat16", round_angles="bfloat16", round_tables="bfloat16")
     return Decoy("angles:bf16", "angles p*w and the cos/sin tables computed in bfloat16", round_angles="bfloat16", round_tables="bfloat16")
 
 
@@ -58,6 +61,6 @@ PRECISION_CLASSES: tuple[BugClass, ...] = tuple(
         "angles:bf16", 6, "angles and tables computed in bfloat16 (tables from bfloat16 angles)",
         frozenset({"cos_sin", "forward", "backward"}), "cos_sin, forward, backward; every spec",
         "angles rounded to bfloat16, then tables rounded to bfloat16", "angles past ~8 rad with a tight bound, output finer than bfloat16",
-        Family(_angles), _angles_visible, probes=(Probe("default", "near4096"), Probe("default", "near256")),
+        Family(_angles, lambda c, h: (None, "all")), _angles_visible, probes=(Probe("default", "near4096"), Probe("default", "near256")),
     ),
 )

@@ -59,27 +59,32 @@ def _llama3_parts(spec: RopeSpec) -> tuple[np.ndarray, float, float, float, floa
     return w, float(sc.factor), float(sc.low_freq_factor), float(sc.high_freq_factor), float(sc.original_max_position_embeddings)
 
 
-def llama3_bands_swapped(spec: RopeSpec, seq_len: int) -> Freqs:
+def llama3_bands_swapped(spec: RopeSpec, seq_len: int, medium: str = "divided") -> Freqs:
     """llama3 with the band edges swapped: ``lambda_low = L0/b``, ``lambda_high = L0/a``.
 
-    Wavelengths above ``L0/b`` are divided by the factor, the rest kept; the smoothing band
-    (``L0/a <= lambda <= L0/b``) is empty since ``a < b``."""
+    The smoothing band (``L0/a <= lambda <= L0/b``) is empty since ``a < b``; what the band between
+    the true edges gets depends on the order of the tests: ``medium="divided"`` (HF order: "longer
+    than lambda_low -> w/f" first) divides it by the factor, ``medium="kept"`` (torchtune order:
+    "shorter than lambda_high -> w" first) keeps it."""
     w, f, a, b, l0 = _llama3_parts(spec)
     lam = 2.0 * math.pi / w
+    if medium == "kept":
+        return np.where(lam < l0 / a, w, w / f), 1.0
     out = np.where(lam > l0 / b, w / f, w)
-    medium = ~(lam < l0 / a) & ~(lam > l0 / b)
+    medium_band = ~(lam < l0 / a) & ~(lam > l0 / b)
     sigma = (l0 / lam - a) / (b - a)
-    return np.where(medium, (1.0 - sigma) * out / f + sigma * out, out), 1.0
+    return np.where(medium_band, (1.0 - sigma) * out / f + sigma * out, out), 1.0
 
 
-def llama3_smooth_in_wavelength(spec: RopeSpec, seq_len: int) -> Freqs:
+def llama3_smooth_in_wavelength(spec: RopeSpec, seq_len: int, inverted: bool = False) -> Freqs:
     """llama3 with the smoothing weight linear in the wavelength instead of in ``1/wavelength``:
-    ``sigma = (L0/a - lambda) / (L0/a - L0/b)`` (same band ends, another curve between them)."""
+    ``sigma = (L0/a - lambda) / (L0/a - L0/b)`` (same band ends, another curve between them), or
+    with ``inverted`` the weight running the other way, ``(lambda - L0/b) / (L0/a - L0/b)``."""
     w, f, a, b, l0 = _llama3_parts(spec)
     lam = 2.0 * math.pi / w
     low, high = l0 / a, l0 / b
     out = np.where(lam > low, w / f, w)
-    sigma = (low - lam) / (low - high)
+    sigma = (lam - high) / (low - high) if inverted else (low - lam) / (low - high)
     medium = ~(lam < high) & ~(lam > low)
     return np.where(medium, (1.0 - sigma) * w / f + sigma * w, out), 1.0
 
@@ -97,13 +102,13 @@ def yarn_ramp(spec: RopeSpec, seq_len: int, *, index_scale: float = 1.0, inverte
     return ramp * (w / spec.scaling.factor) + (1.0 - ramp) * w, s
 
 
-def proportional_denominator(spec: RopeSpec, seq_len: int) -> Freqs:
-    """proportional (Gemma 4) with exponent denominator ``2k`` (the rotated width) instead of ``D``:
-    ``w_i = theta^(-2i/(2k))`` for ``i < k``."""
+def proportional_denominator(spec: RopeSpec, seq_len: int, denominator: int | None = None) -> Freqs:
+    """proportional (Gemma 4) with another exponent denominator than ``D`` (default ``2k``, the
+    rotated width): ``w_i = theta^(-2i/denominator)`` for ``i < k``."""
     w_ref, s = inv_freq(spec, seq_len)
     k = int(np.count_nonzero(w_ref))
     sc = spec.scaling
     w = np.zeros(spec.n_pairs, dtype=np.float64)
     if k:
-        w[:k] = base_inv_freq(spec.theta, 2 * k, k)
+        w[:k] = base_inv_freq(spec.theta, denominator or 2 * k, k)
     return w / (1.0 if sc.factor is None else sc.factor), s
