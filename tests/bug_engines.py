@@ -107,13 +107,14 @@ class _Freqs:
             form = spec.vision if b != "vision-form" else ("pixtral" if spec.vision == "qwen_vl" else "qwen_vl")
             q = D // 4
             if form == "qwen_vl":
-                w = self.base(theta, D // 2, q)
-                return np.concatenate([w, w]), 1.0
-            full = self.base(theta, D, 2 * q)
-            return np.concatenate([full[0::2], full[1::2]]), 1.0
-        sc = spec.scaling
-        kind = "default" if b == "scaling-dropped" else sc.type
-        w, s = self._kind(kind, spec, theta, d, n, seq_len)
+                half = self.base(theta, D // 2, q)
+                w, s, kind = np.concatenate([half, half]), 1.0, "default"
+            else:
+                full = self.base(theta, D, 2 * q)
+                w, s, kind = np.concatenate([full[0::2], full[1::2]]), 1.0, "default"
+        else:
+            kind = "default" if b == "scaling-dropped" else spec.scaling.type
+            w, s = self._kind(kind, spec, theta, d, n, seq_len)
         if b == "scaling-twice" and kind != "default":
             w0, _ = self._kind("default", spec, theta, d, n, seq_len)
             with np.errstate(divide="ignore", invalid="ignore"):
