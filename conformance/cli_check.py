@@ -59,6 +59,9 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", default=None, metavar="FILE", help="write a Markdown report")
     p.add_argument("--plot", default=None, metavar="DIR", help="PNG of error/bound vs position for failing and near-failing cases (needs matplotlib)")
     p.add_argument("--no-diagnose", action="store_true", help="skip the decoy diagnosis of failures")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--goldens-only", action="store_true", help="judge the golden cases only (no cases generated for the backend's interface)")
+    which.add_argument("--generated-only", action="store_true", help="judge only the cases generated for the backend's interface")
     p.add_argument("--quiet", "-q", action="store_true", help="only the summary line and problems")
     add_mode_arguments(p)
 
@@ -91,7 +94,8 @@ def _golden_origin(golden: str | None) -> tuple[str | None, str | None]:
     return (env, "ROPEREF_GOLDEN") if env else (None, None)
 
 
-def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> CaseSource:
+def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = (), *,
+               allow_empty: bool = False) -> CaseSource:
     """The golden cases to judge: from the golden directory, or (``--tier full`` without a full
     golden directory, or no golden directory at all) materialized in memory from the catalogue,
     which ``info["source"]`` says in words. A golden directory named by ``--golden`` or
@@ -131,7 +135,7 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
         info.update(directory=None, set_hash=None,
                     source=f"cases computed in memory by roperef {__version__} from the {tier} catalogue ({why})")
     selected = _select(cases, filters, dtypes)
-    if not selected:
+    if not selected and not allow_empty:
         what = " and ".join(x for x in (f"--filter {','.join(filters)}" if filters else "", f"--dtype {','.join(dtypes)}" if dtypes else "") if x)
         raise UsageError(f"no case matches {what or 'the selection'} ({len(cases)} cases in the {tier} tier)")
     info["selected"] = len(selected)
@@ -271,6 +275,8 @@ def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: 
 def _run(args: argparse.Namespace) -> int:
     from . import report as rep
     from .interrupt import StopFlag, sigint_sets
+    from .check_sources import attach_sections
+    from .report_sections import coverage_line
     from .run_verdict import exit_code_for, nothing_judged_line
     from .runner import RunOptions, effective_jobs, run_cases
     from .tolerance import default_profile_name, get_profile
@@ -307,10 +313,8 @@ def _run(args: argparse.Namespace) -> int:
     elif args.cases:
         source = user_case_source(args.cases, filters, args.dtype)
     else:
-        try:
-            source = load_cases(args.golden, args.tier, filters, args.dtype)
-        except (ValueError, TypeError) as exc:
-            raise UsageError(str(exc)) from None
+        source = _goldens_and_generated(args, backend, filters)
+    plan = source.info.pop("_plan", None)
     jobs = effective_jobs(args.jobs)
     if jobs < args.jobs:
         print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
@@ -324,11 +328,16 @@ def _run(args: argparse.Namespace) -> int:
             report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
+    attach_sections(report, source.cases, backend, plan)
     golden_info = source.info
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
         for r in problems:
             print(rep._failure_line(r))
+        if report.coverage:
+            print(coverage_line(report.coverage))
+        if report.verdict:
+            print(f"run-level diagnosis: {report.verdict['summary']}")
         print(rep.summary_line(report))
     else:
         rep.console(report, sys.stdout, golden=golden_info)
@@ -342,9 +351,30 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def _goldens_and_generated(args: argparse.Namespace, backend: Any, filters: list[str]) -> CaseSource:
+    """The goldens selected plus the cases generated for the backend's interface (``--goldens-only`` /
+    ``--generated-only`` keep one source); ``info["_plan"]`` carries the generation plan for the coverage."""
+    from .check_sources import with_generated
+
+    try:
+        if args.generated_only:
+            source = CaseSource([], {"tier": args.tier, "directory": None, "selected": 0})
+        else:
+            source = load_cases(args.golden, args.tier, filters, args.dtype, allow_empty=not args.goldens_only)
+        if args.goldens_only:
+            return source
+        cases, n_gen, plan = with_generated(source.cases, backend, filters, args.dtype)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if not cases:
+        raise UsageError(f"no case matches the selection (goldens and cases generated for {getattr(backend, 'name', 'the backend')})")
+    return CaseSource(cases, dict(source.info, generated=n_gen, selected=len(cases), _plan=plan))
+
+
 def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
     """--json, --junit, --markdown, --plot (an unwritable path is a usage error)."""
     from . import report as rep
+    from .report_sections import write_verdict_png
 
     command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
     try:
@@ -356,6 +386,9 @@ def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str,
             rep.write_markdown(report, args.markdown, golden=golden_info)
         if args.plot:
             paths = rep.write_plots(report, args.plot)
+            verdict_png = write_verdict_png(report, args.plot)
+            if verdict_png:
+                paths.append(verdict_png)
             print(f"wrote {len(paths)} plot(s) to {args.plot}")
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None

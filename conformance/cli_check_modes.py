@@ -40,7 +40,7 @@ def add_mode_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", default=None, metavar="S",
                    help="seed of --explore (default: a random one, printed) or of the --long-context inputs (default 0)")
     g.add_argument("--save-failures", default=None, metavar="DIR",
-                   help="save each minimal failing case into the golden set DIR (replay: roperef check --golden DIR)")
+                   help="save each minimal failing case into the golden set DIR (replay: roperef check --golden DIR --goldens-only)")
     g = p.add_argument_group("long context (docs/long-context.md)")
     g.add_argument("--long-context", nargs="?", const="131072,1048576", default=None, metavar="T[,T...]",
                    help="stream forward/backward at these sequence lengths, chunk by chunk (default 131072,1048576)")
@@ -243,7 +243,7 @@ class ExploreMode:
                 save_cases([f.case for f in outcome.findings], self.save_to)
                 for f in outcome.findings:
                     f.saved_to = self.save_to
-                    f.replay = shlex.join([*base, "--golden", self.save_to, "--filter", f.case.id])
+                    f.replay = shlex.join([*base, "--golden", self.save_to, "--goldens-only", "--filter", f.case.id])
             except (OSError, ValueError) as exc:
                 saved_problem = f"roperef check: error: --save-failures {self.save_to}: {exc}"
         seed_note = "" if self.seed_given else " (random; pass --seed to repeat)"

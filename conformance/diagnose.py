@@ -1,311 +1,165 @@
-"""Name the likely bug behind a FAIL by comparing the backend's output with decoys.
+"""Name the likely bug behind a FAIL: decoys of every bug class, judged at the backend's precision.
 
-A decoy is the reference computation with one known bug built in (docs/spec.md
-section 6): other pairing, positions all zero / off by one / offsets ignored / batch
-row 0's positions everywhere / only batch row 0 rotated, positions rounded to bf16 or
-fp16, inv_freq rounded to bf16 or fp16, cos/sin tables in bf16 or fp16, scaling dropped
-(default instead) or applied twice, attention factor missing or squared, rotary window at
-the wrong end, exponent denominator = head dim (or = rotary width), wrong mRoPE layout or
-row order, wrong 2-D vision form or h/w swapped, longrope short/long swapped (the
-``seq_len > L0`` boundary), dynamic NTK at another length, rotation direction reversed.
+For every class of the catalogue (:mod:`conformance.bugs.catalogue`) that can occur in the
+failing case, the class's best decoy is found (:func:`conformance.bugs.fit.best_decoy`: the
+fixed decoy, or the free parameter fitted from the output) and judged with its own bound at
+the precision the backend declared (:mod:`conformance.bugs.decoy`). Then:
 
-Each decoy is judged with the case's own bounds: ``budget = max |actual - decoy| / bound``.
-A decoy that is itself within the bound of the expected output cannot be told apart from
-a correct result on this case and is skipped. The verdict names the decoy with the smallest
-budget; it *matches* when that budget is <= 1, otherwise it is only the closest guess.
+- one decoy within its bound: *likely cause*, with the runner-up and its budget;
+- several: a tie, "one of: A, B", with a case that would separate them when one is found
+  (:mod:`conformance.separate`); a parametric decoy that reproduces a fixed one is dropped
+  from the tie (the fixed one is the more specific name);
+- none: the closest guess, and the inverse diagnosis (:mod:`conformance.inverse`) in words:
+  effective frequencies, positions and gain, for bugs no decoy anticipates.
+
+NaN/inf outputs get their own words (:mod:`conformance.nonfinite`); declaration hints
+(:mod:`conformance.declaration`) are added by the caller. Decoys that equal the correct output
+on the case are skipped: they cannot be told apart here.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from roperef.frequencies import inv_freq as ref_inv_freq
-from roperef.layout import pair_axes, pair_map
-from roperef.positions import varlen
-from roperef.reference import two_product
-from roperef.spec import RopeSpec, Scaling
-
+from .bugs.catalogue import CATALOGUE
+from .bugs.decoy import budget
+from .bugs.fit import Candidate, best_decoy
 from .case import GoldenCase
-from .tolerance import position_rows
+from .expected import divide_rotated
+from .inverse import inverse_diagnosis
+from .nonfinite import nonfinite_findings
+from .tolerance import Resolved
 
-__all__ = ["Decoy", "decoys_for", "diagnose", "decoy_outputs", "DECOY_NAMES"]
+__all__ = ["diagnose", "candidates_for", "DECOY_NAMES"]
 
 Arr = np.ndarray
+DECOY_NAMES = tuple(c.id for c in CATALOGUE)
 
 
-@dataclass(frozen=True)
-class Decoy:
-    """One bug, as changes to the reference computation."""
-
-    name: str
-    words: str
-    spec: RopeSpec | None = None
-    rows: Callable[[Arr], Arr] | None = None
-    seq_len: int | None = None
-    freqs: Callable[[Arr], Arr] | None = None
-    scale: Callable[[float], float] | None = None
-    tables: Callable[[Arr], Arr] | None = None
-    only_first: bool = False
-    reverse: bool = False
+def _param(c: Candidate) -> Any:
+    p = c.decoy.param
+    if isinstance(p, (np.integer,)):
+        return int(p)
+    if isinstance(p, (float, np.floating)):
+        return float(f"{float(p):.6g}")
+    return p
 
 
-def _round_to(dtype: str) -> Callable[[Arr], Arr]:
-    def f(a: Arr) -> Arr:
-        if dtype == "bfloat16":
-            import ml_dtypes
-
-            return np.asarray(a, dtype=np.float64).astype(ml_dtypes.bfloat16).astype(np.float64)
-        with np.errstate(over="ignore"):
-            return np.asarray(a, dtype=np.float64).astype(dtype).astype(np.float64)
-
-    return f
+def _entry(c: Candidate) -> dict[str, Any]:
+    out = {"name": c.cls.id, "words": c.decoy.words, "budget": c.budget, "section": c.cls.section}
+    if c.decoy.param is not None:
+        out["param"] = _param(c)
+    return out
 
 
-def _seq_len(case: GoldenCase, rows: Arr | None) -> int:
-    if case.stage == "inv_freq":
-        return int(np.asarray(case.arrays["seq_len"]))
-    return max(int(rows.max()) + 1, 1) if rows is not None and rows.size else 1
+def _same(a: Candidate, b: Candidate) -> bool:
+    bound = {k: np.maximum(a.run.bound[k], b.run.bound[k]) for k in a.run.bound}
+    return budget(a.run.outputs, b.run.outputs, bound) <= 1.0
 
 
-def _tables(spec: RopeSpec, rows: Arr, seq_len: int, d: Decoy) -> tuple[Arr, Arr]:
-    freqs, s = ref_inv_freq(spec, seq_len)
-    if d.freqs is not None:
-        freqs = d.freqs(freqs)
-    if d.scale is not None:
-        s = d.scale(s)
-    r = np.asarray(d.rows(rows) if d.rows is not None else rows, dtype=np.float64)
-    p = np.moveaxis(r, 0, -1)[..., pair_axes(spec)]
-    hi, lo = two_product(p, freqs)
-    c, sn = np.cos(hi), np.sin(hi)
-    cos = (c - (sn * lo + c * 0.5 * lo * lo)) * s
-    sin = (sn + (c * lo - sn * 0.5 * lo * lo)) * s
-    if d.tables is not None:
-        cos, sin = d.tables(cos), d.tables(sin)
-    return cos, sin
+def candidates_for(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved, expected: Mapping[str, Arr],
+                   hints: Mapping[str, Any], divisor: float = 1.0) -> list[Candidate]:
+    """Every class's best decoy on this case, smallest budget first."""
+    out = []
+    for cls in CATALOGUE:
+        c = best_decoy(cls, case, r, actual, expected, hints)
+        if c is None:
+            continue
+        if divisor != 1.0:
+            c.run.outputs = divide_rotated(case, c.run.outputs, divisor)
+            c.run.bound = divide_rotated(case, c.run.bound, divisor)
+            c.budget = budget(actual, c.run.outputs, c.run.bound)
+            c.distinct = budget(c.run.outputs, expected, c.run.bound)
+            if c.distinct <= 1.0:
+                continue
+        out.append(c)
+    out.sort(key=lambda c: c.budget)
+    return out
 
 
-def _rotate(x: Arr, cos: Arr, sin: Arr, spec: RopeSpec, backward: bool, d: Decoy, cu: Arr | None) -> Arr:
-    pm = pair_map(spec).transposed() if backward else pair_map(spec)
-    c = cos[..., None, :]
-    s = -sin[..., None, :] if (backward != d.reverse) else sin[..., None, :]
-    y = x.copy()
-    y[..., pm.out_a] = x[..., pm.in_a] * c - x[..., pm.in_b] * s
-    y[..., pm.out_b] = x[..., pm.in_b] * c + x[..., pm.in_a] * s
-    if d.only_first:
-        if cu is not None:
-            y[int(cu[1]):] = x[int(cu[1]):]
-        else:
-            y[1:] = x[1:]
-    return y
+def _rank(c: Candidate) -> int:
+    """Specificity: a fixed decoy (0) before a parametric one (1) before a broad fallback family (2)."""
+    return 2 if c.cls.fallback else 1 if c.cls.parameter is not None else 0
 
 
-def decoy_outputs(case: GoldenCase, d: Decoy) -> dict[str, Arr]:
-    """The outputs of ``case``'s stage computed with the bug ``d``."""
-    spec = d.spec or case.spec
-    a = case.arrays
-    if case.stage == "inv_freq":
-        seq = d.seq_len or _seq_len(case, None)
-        freqs, s = ref_inv_freq(spec, seq)
-        if d.freqs is not None:
-            freqs = d.freqs(freqs)
-        if d.scale is not None:
-            s = d.scale(s)
-        return {"inv_freq": freqs, "attention_factor": np.asarray(s, dtype=np.float64)}
-    if case.stage == "apply":
-        cos = np.asarray(a["cos"], dtype=np.float64)
-        sin = np.asarray(a["sin"], dtype=np.float64)
-        if d.tables is not None:
-            cos, sin = d.tables(cos), d.tables(sin)
-        return {"y": _rotate(np.asarray(a["x"], dtype=np.float64), cos, sin, spec, False, d, None)}
-    if case.stage == "cos_sin":
-        rows = position_rows(case.spec, a["positions"])
-        cos, sin = _tables(spec, rows, d.seq_len or _seq_len(case, rows), d)
-        if d.reverse:
-            sin = -sin
-        return {"cos": cos, "sin": sin}
-    name = "x" if case.stage == "forward" else "grad"
-    x = np.asarray(a[name], dtype=np.float64)
-    rows = position_rows(case.spec, a["positions"], x.shape[:-2])
-    cos, sin = _tables(spec, rows, d.seq_len or _seq_len(case, rows), d)
-    cu = np.asarray(a["cu_seqlens"]) if "cu_seqlens" in a else None
-    out = _rotate(x, cos, sin, spec, case.stage == "backward", d, cu)
-    return {"y" if case.stage == "forward" else "grad_x": out}
+def _tie_group(cands: list[Candidate]) -> list[Candidate]:
+    """The matching candidates, without those that merely reproduce a more specific matching one."""
+    matches = [c for c in cands if c.budget <= 1.0]
+    return [c for c in matches if not any(_rank(o) < _rank(c) and _same(c, o) for o in matches)]
 
 
-# ----------------------------------------------------------------------------- the catalogue of bugs
-
-
-def _other_pairings(spec: RopeSpec) -> list[str]:
-    if spec.vision is not None:
-        return []
-    return [p for p in ("half", "adjacent", "adjacent_in_half_out") if p != spec.pairing]
-
-
-def _safe(make: Callable[[], RopeSpec]) -> RopeSpec | None:
-    try:
-        return make()
-    except (ValueError, TypeError):
-        return None
-
-
-def decoys_for(case: GoldenCase) -> list[Decoy]:
-    """Every decoy that makes sense for ``case`` (stage, spec and positions decide)."""
-    spec, a, stage = case.spec, case.arrays, case.stage
-    out: list[Decoy] = []
-    add = out.append
-    tensor = stage in ("forward", "backward", "apply")
-    has_pos = stage in ("forward", "backward", "cos_sin")
-    has_freq = stage != "apply"
-
-    if tensor:
-        for p in _other_pairings(spec):
-            add(Decoy(f"pairing:{p}", f"pairing '{p}' used instead of '{spec.pairing}' (rotate_half vs interleaved channels)", spec=spec.replace(pairing=p)))
-        r, D = spec.rotary_dim, spec.head_dim
-        if r < D:  # type: ignore[operator]
-            start = D - r if spec.rotary_start == 0 else 0  # type: ignore[operator]
-            add(Decoy("window:wrong-end", f"rotary window at the wrong end (channels [{start}, {start + r}) rotated instead of [{spec.rotary_start}, {spec.rotary_start + r}))", spec=spec.replace(rotary_start=start)))
-        add(Decoy("direction:reversed", "rotation direction reversed (sin sign flipped, or forward used for backward)", reverse=True))
-        add(Decoy("tables:bf16", "cos/sin tables rounded to bfloat16", tables=_round_to("bfloat16")))
-        add(Decoy("tables:fp16", "cos/sin tables rounded to float16", tables=_round_to("float16")))
-    if stage == "cos_sin":
-        add(Decoy("direction:reversed", "sin sign flipped", reverse=True))
-        add(Decoy("tables:bf16", "cos/sin tables rounded to bfloat16", tables=_round_to("bfloat16")))
-        add(Decoy("tables:fp16", "cos/sin tables rounded to float16", tables=_round_to("float16")))
-
-    if has_pos:
-        pos = np.asarray(a["positions"])
-        add(Decoy("positions:zero", "every token at position 0 (positions ignored)", rows=lambda r: np.zeros_like(r)))
-        add(Decoy("positions:plus-one", "positions off by one (p+1)", rows=lambda r: r + 1))
-        add(Decoy("positions:minus-one", "positions off by one (p-1)", rows=lambda r: r - 1))
-        add(Decoy("positions:bf16", "positions rounded to bfloat16 (exact only up to 256)", rows=_round_to("bfloat16")))
-        add(Decoy("positions:fp16", "positions rounded to float16 (exact only up to 2048)", rows=_round_to("float16")))
-        if "cu_seqlens" in a and spec.n_axes == 1:
-            cu = np.asarray(a["cu_seqlens"])
-            restart = varlen(cu)
-            add(Decoy("positions:offsets-ignored", "per-sequence offsets ignored (every packed sequence starts at 0)", rows=lambda r, v=restart: np.broadcast_to(v, r.shape).copy()))
-            glob = np.arange(int(cu[-1]), dtype=np.int64)
-            add(Decoy("positions:cu-seqlens-ignored", "cu_seqlens ignored (positions run on across packed sequences)", rows=lambda r, v=glob: np.broadcast_to(v, r.shape).copy()))
-            add(Decoy("batch:only-first", "only the first packed sequence rotated", only_first=True))
-        elif stage != "cos_sin" and pos.ndim >= 2 and spec.n_axes == 1:
-            add(Decoy("positions:offsets-ignored", "position offsets ignored (every row starts at 0: positions = arange(T))", rows=lambda r: np.broadcast_to(np.arange(r.shape[-1]), r.shape).copy()))
-            if pos.shape[0] > 1:
-                add(Decoy("positions:row0-everywhere", "batch row 0's positions used for every row", rows=lambda r: np.broadcast_to(r[:, :1], r.shape).copy()))
-                add(Decoy("batch:only-first", "only batch row 0 rotated (other rows passed through)", only_first=True))
-        if spec.mrope_section is not None:
-            other = "interleaved" if spec.mrope_layout == "chunked" else "chunked"
-            add(Decoy(f"mrope:layout-{other}", f"mRoPE layout '{other}' instead of '{spec.mrope_layout}' (wrong position row per frequency)", spec=spec.replace(mrope_layout=other)))
-            for perm in itertools.permutations(range(3)):
-                if perm != (0, 1, 2):
-                    order = "".join("thw"[i] for i in perm)
-                    add(Decoy(f"mrope:rows-{order}", f"mRoPE position rows read in order {order} instead of thw", rows=lambda r, p=perm: r[list(p)]))
-            add(Decoy("mrope:text-rows", "mRoPE collapsed to the t row (h/w rows ignored)", rows=lambda r: np.broadcast_to(r[:1], r.shape).copy()))
-        if spec.vision is not None:
-            other = "pixtral" if spec.vision == "qwen_vl" else "qwen_vl"
-            add(Decoy(f"vision:{other}", f"2-D vision RoPE in the {other} form instead of {spec.vision}", spec=spec.replace(vision=other)))
-            add(Decoy("vision:hw-swapped", "2-D vision positions with h and w swapped", rows=lambda r: r[::-1].copy()))
-
-    if has_freq:
-        sc = spec.scaling
-        add(Decoy("inv_freq:bf16", "inv_freq rounded to bfloat16", freqs=_round_to("bfloat16")))
-        add(Decoy("inv_freq:fp16", "inv_freq rounded to float16", freqs=_round_to("float16")))
-        if sc.type != "default" and spec.vision is None:
-            plain = _safe(lambda: spec.replace(scaling=Scaling()))
-            if plain is not None:
-                add(Decoy("scaling:dropped", f"{sc.type} scaling dropped (default frequencies used)", spec=plain))
-
-                def twice(f: Arr, plain: RopeSpec = plain) -> Arr:
-                    b, _ = ref_inv_freq(plain, None)
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        return np.where(b > 0, f * f / np.where(b > 0, b, 1.0), 0.0)
-
-                add(Decoy("scaling:twice", f"{sc.type} scaling applied twice (frequency change squared)", freqs=twice))
-        add(Decoy("attention:missing", "attention factor missing (s = 1)", scale=lambda s: 1.0))
-        add(Decoy("attention:squared", "attention factor squared (s^2 applied to q and k each)", scale=lambda s: s * s))
-        if spec.freq_dim != spec.head_dim and spec.vision is None:
-            add(Decoy("freq:denominator-head-dim", f"frequency exponent denominator = head dim {spec.head_dim} instead of {spec.freq_dim}", spec=_safe(lambda: spec.replace(freq_dim=spec.head_dim))))
-        if spec.freq_dim != spec.rotary_dim and spec.vision is None:
-            add(Decoy("freq:denominator-rotary-width", f"frequency exponent denominator = rotary width {spec.rotary_dim} instead of {spec.freq_dim}", spec=_safe(lambda: spec.replace(freq_dim=spec.rotary_dim))))
-        if sc.type == "longrope":
-            l0 = sc.original_max_position_embeddings
-            seq = _seq_len(case, position_rows(spec, a["positions"]) if has_pos else None)
-            swapped = l0 + 1 if seq <= l0 else l0  # type: ignore[operator]
-            which = "long" if seq <= l0 else "short"  # type: ignore[operator]
-            add(Decoy("longrope:swapped", f"longrope {which} factors used at seq_len {seq} (boundary seq_len > L0={l0} off, or short/long swapped)", seq_len=swapped))
-        if sc.type == "dynamic":
-            m = sc.max_position_embeddings
-            seq = _seq_len(case, position_rows(spec, a["positions"]) if has_pos else None)
-            lengths = {m, 2 * m, 4 * m, int(round(sc.factor * m)), seq + 1, max(seq - 1, 1), 2 * seq}  # type: ignore[operator]
-            for length in sorted(x for x in lengths if x and max(x, m) != max(seq, m)):  # type: ignore[type-var]
-                add(Decoy(f"dynamic:length-{length}", f"dynamic NTK computed at length {length} instead of {seq} (stale or static state)", seq_len=int(length)))
-    return [d for d in out if d.spec is not None or d.name not in ("freq:denominator-head-dim", "freq:denominator-rotary-width")]
-
-
-DECOY_NAMES = (
-    "pairing:*", "window:wrong-end", "direction:reversed", "tables:bf16", "tables:fp16", "positions:zero",
-    "positions:plus-one", "positions:minus-one", "positions:bf16", "positions:fp16", "positions:offsets-ignored",
-    "positions:cu-seqlens-ignored", "positions:row0-everywhere", "batch:only-first", "mrope:layout-*", "mrope:rows-*",
-    "mrope:text-rows", "vision:*", "vision:hw-swapped", "inv_freq:bf16", "inv_freq:fp16", "scaling:dropped",
-    "scaling:twice", "attention:missing", "attention:squared", "freq:denominator-head-dim",
-    "freq:denominator-rotary-width", "longrope:swapped", "dynamic:length-*",
-)
-
-
-def _budget(a: Mapping[str, Arr], b: Mapping[str, Arr], bound: Mapping[str, Arr]) -> float:
-    worst = 0.0
-    for name, bnd in bound.items():
-        x = np.asarray(a[name], dtype=np.float64)
-        y = np.asarray(b[name], dtype=np.float64)
-        if x.shape != y.shape:
-            return float("inf")
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            err = np.abs(x - y)
-            ratio = np.where(err == 0, 0.0, err / bnd)
-        if np.isnan(ratio).any():
-            return float("inf")
-        if ratio.size:
-            worst = max(worst, float(ratio.max()))
-    return worst
+def _words(c: Candidate) -> str:
+    return f"{c.decoy.words} ({c.cls.id}, budget {c.budget:.3g})"
 
 
 def diagnose(
     case: GoldenCase,
     actual: Mapping[str, Arr],
-    bound: Mapping[str, Arr],
+    r: Resolved,
     expected: Mapping[str, Arr] | None = None,
-    bound_for: Callable[[RopeSpec], Mapping[str, Arr]] | None = None,
+    *,
+    divisor: float = 1.0,
+    hints: Sequence[str] = (),
+    separate: Callable[[GoldenCase, Sequence[Candidate], Resolved], dict[str, str] | None] | None = None,
 ) -> dict[str, Any]:
-    """``{"match": name|None, "summary": words, "candidates": [{name, words, budget}, ...]}`` (best first).
+    """The diagnosis of one failing case (a JSON-ready dict; ``summary`` is the sentence for humans).
 
-    ``bound_for(spec)``: the bounds of the case under another spec (a decoy that changes the
-    pairing, window or frequencies is judged with the larger of its own and the case's bound).
+    Keys: ``match`` (class id or None), ``matches`` (the tie group), ``summary``, ``candidates``
+    (up to 5 ``{name, words, budget, section[, param]}``, best first), ``runner_up``,
+    ``separate`` (``{case, why}`` or None), ``inverse`` (words and effective quantities),
+    ``nonfinite`` (words or None), ``hints`` (declaration hints).
     """
     expected = expected or {k: np.asarray(v, dtype=np.float64) for k, v in case.expected().items()}
-    cands = []
-    for d in decoys_for(case):
+    with np.errstate(all="ignore"):
+        nonfinite = nonfinite_findings(case, actual, expected)
         try:
-            with np.errstate(all="ignore"):
-                out = decoy_outputs(case, d)
-                own = bound
-                if d.spec is not None and bound_for is not None:
-                    other = bound_for(d.spec)
-                    own = {k: np.maximum(v, other[k]) for k, v in bound.items()}
-        except (ValueError, TypeError, OverflowError):
-            continue
-        if _budget(out, expected, bound) <= 1.0:
-            continue  # indistinguishable from a correct result on this case
-        cands.append({"name": d.name, "words": d.words, "budget": _budget(actual, out, own)})
-    cands.sort(key=lambda c: c["budget"])
-    if not cands:
-        return {"match": None, "summary": "no known bug pattern applies to this case", "candidates": []}
-    best = cands[0]
-    if best["budget"] <= 1.0:
-        summary = f"likely cause: {best['words']} (matches decoy {best['name']} within tolerance, budget {best['budget']:.3g})"
-        match = best["name"]
-    else:
-        summary = f"no known bug pattern matches; closest: {best['words']} ({best['name']}, budget {best['budget']:.3g})"
+            inverse = inverse_diagnosis(case, actual, r)
+        except (ValueError, FloatingPointError, IndexError, ZeroDivisionError) as exc:
+            inverse = {"words": [f"inverse diagnosis not possible: {exc}"], "hints": {}}
+        fit_hints = inverse.pop("hints", {})
+        cands = candidates_for(case, actual, r, expected, fit_hints, divisor)
+    group = _tie_group(cands)
+    others = [c for c in cands if c not in group and c.budget > 1.0]
+    runner = others[0] if others else None
+    sep = None
+    if len(group) > 1 and separate is not None:
+        try:
+            sep = separate(case, group, r)
+        except (ValueError, TypeError, KeyError, IndexError):
+            sep = None
+    inv_words = "; ".join(inverse.get("words", []))
+    if len(group) == 1:
+        best = group[0]
+        summary = f"likely cause: {best.decoy.words} (matches decoy {best.cls.id} within tolerance, budget {best.budget:.3g})"
+        match = best.cls.id
+    elif group:
+        summary = "likely cause, one of: " + "; ".join(_words(c) for c in group) + " (they give the same output on this case"
+        summary += f"; {sep['why']}: {sep['case']})" if sep else ")"
+        match = group[0].cls.id
+    elif cands:
+        summary = f"no known bug pattern matches; closest: {_words(cands[0])}"
+        if inv_words:
+            summary += f". The output itself says: {inv_words}"
         match = None
-    return {"match": match, "summary": summary, "candidates": cands[:5]}
+    else:
+        summary = "no known bug pattern applies to this case" + (f". The output itself says: {inv_words}" if inv_words else "")
+        match = None
+    if runner is not None and group:
+        summary += f"; runner-up: {runner.cls.id} (budget {runner.budget:.3g})"
+    if nonfinite:
+        summary = f"{nonfinite}. {summary}"
+    for h in hints:
+        summary += f". {h}"
+    return {
+        "match": match,
+        "matches": [c.cls.id for c in group],
+        "summary": summary,
+        "candidates": [_entry(c) for c in cands[:5]],
+        "runner_up": _entry(runner) if runner is not None else None,
+        "separate": sep,
+        "inverse": inverse,
+        "nonfinite": nonfinite,
+        "hints": list(hints),
+    }

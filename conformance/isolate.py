@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backends.base import backend_stages
 from .case import GoldenCase
 from .interrupt import POLL_S, StopFlag
 from .stage_call import TIMED_OUT, Interrupted, StageError, describe_exception
@@ -66,7 +67,8 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
         conn.send(("fatal", describe_exception("loading the backend", exc)))
         return
     try:
-        conn.send(("ready", {"name": str(getattr(backend, "name", selector)), "capabilities": backend.capabilities}))
+        conn.send(("ready", {"name": str(getattr(backend, "name", selector)), "capabilities": backend.capabilities,
+                             "stages": sorted(backend_stages(backend))}))
     except Exception as exc:  # noqa: BLE001 - e.g. capabilities that do not pickle
         conn.send(("fatal", f"cannot send the backend's capabilities to the judge ({type(exc).__name__}: {exc})"))
         return
@@ -211,6 +213,7 @@ class IsolatedBackend:
     name: str
     capabilities: Any
     selector: str
+    implemented_stages: frozenset[str] = frozenset()  # the stage methods the real backend has
     spare: Worker | None = field(default=None, repr=False)
 
     def take_worker(self) -> Worker | None:
@@ -222,4 +225,5 @@ def load_isolated(selector: str, timeout: float | None, stop: StopFlag | None = 
     """Load ``selector`` in a worker process (never in this one); WorkerStartError if it cannot be loaded."""
     worker = Worker(selector, timeout, stop)
     info = worker.start()
-    return IsolatedBackend(name=info["name"], capabilities=info["capabilities"], selector=selector, spare=worker)
+    return IsolatedBackend(name=info["name"], capabilities=info["capabilities"], selector=selector,
+                           implemented_stages=frozenset(info.get("stages", ())), spare=worker)

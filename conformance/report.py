@@ -20,6 +20,7 @@ from typing import Any, Mapping, TextIO
 from .atomic_files import write_bytes_atomic, write_text_atomic
 from .exit_codes import ExitCode
 from .run_verdict import exit_code_for
+from .report_sections import console_sections, junit_sections, markdown_sections
 from .runner import STATUSES, CaseResult, RunReport
 
 __all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
@@ -108,6 +109,7 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
             w(f"  line {e['line']}: {e['pattern']} ({e['why']})\n")
+    console_sections(report, out)
     if report.notes and not report.ok:
         w("\n" + "".join(f"note: {note}\n" for note in report.notes))
     w("\n" + summary_line(report) + "\n")
@@ -126,6 +128,8 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
                     "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3),
                     "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs},
         "stale_xfails": report.stale_xfails,
+        "coverage": report.coverage,
+        "verdict": report.verdict,
         "results": [r.to_dict() for r in report.results],
     }
 
@@ -171,6 +175,7 @@ def write_junit(report: RunReport, path: str | Path) -> None:
                 ET.SubElement(tc, "system-out").text = f"XPASS (expected failure: {r.xfail_reason})"
     if report.interrupted:
         root.set("interrupted", "true")
+    junit_sections(report, root)
     buf = io.BytesIO()
     ET.ElementTree(root).write(buf, encoding="utf-8", xml_declaration=True)
     write_bytes_atomic(path, buf.getvalue())
@@ -198,6 +203,7 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
         for r in bad:
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
             lines.append(f"| {r.status} | `{r.id}` | {_md(r.message)} | {_md(diag)} | `{_md(r.repro)}` |")
+    lines += markdown_sections(report)
     write_text_atomic(path, "\n".join(lines) + "\n")
 
 

@@ -33,13 +33,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from roperef.layout import pair_map
-
 from .backends.base import declaration_notes
+from .backends.base import backend_stages
 from .case import STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .declared import INCONSISTENT, declaration_gap
+from .expected import expected_and_bounds
 from .interrupt import POLL_S, StopFlag
 from .stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
-from .tolerance import Metrics, Profile, Resolved, bounds, compare, default_profile_name, get_profile, resolve
+from .tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
 from .xfail import XfailList
 
 __all__ = [
@@ -122,6 +123,8 @@ class RunReport:
     not_run: int = 0
     #: parallel jobs actually used (``options.jobs`` capped by the core count)
     jobs: int = 1
+    coverage: dict[str, Any] | None = None  # conformance.coverage (set by the CLI)
+    verdict: dict[str, Any] | None = None  # conformance.verdict, the run-level diagnosis
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -221,29 +224,6 @@ def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | 
     return None
 
 
-def _expected_and_bounds(case: GoldenCase, caps: Any, r: Resolved) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Expected outputs and bounds; divided by ``s`` on rotated channels if the backend leaves ``s`` out."""
-    exp = {k: np.asarray(v, dtype=np.float64) for k, v in case.expected().items()}
-    bnd = bounds(case, r)
-    if getattr(caps, "applies_attention_factor", True) or case.stage in ("inv_freq", "apply"):
-        return exp, bnd
-    from roperef.frequencies import inv_freq
-
-    rows = case.arrays["positions"]
-    s = inv_freq(case.spec, max(int(np.max(rows)) + 1, 1))[1]
-    if s == 0 or s == 1:
-        return exp, bnd
-    if case.stage == "cos_sin":
-        return {k: v / s for k, v in exp.items()}, {k: v / s for k, v in bnd.items()}
-    name = "y" if case.stage == "forward" else "grad_x"
-    pm = pair_map(case.spec)
-    ch = np.concatenate([pm.out_a, pm.out_b] if case.stage == "forward" else [pm.in_a, pm.in_b])
-    e, b = exp[name].copy(), bnd[name].copy()
-    e[..., ch] /= s
-    b[..., ch] /= s
-    return {name: e}, {name: b}
-
-
 @dataclass
 class Judged:
     status: str
@@ -256,32 +236,30 @@ class Judged:
 def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, *, modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
     """PASS/FAIL for outputs already obtained (also used by the file protocol)."""
     problem = check_outputs(case, outputs)
-    if problem:
+    if problem and "non-finite" not in problem:
         return Judged("FAIL", problem)
     out_dtype = min((o.dtype for o in outputs.values() if _float_dtype_name(o)), key=_precision, default=np.dtype(np.float64))
     if case.stage == "inv_freq":
         out_dtype = outputs["inv_freq"].dtype if _float_dtype_name(outputs["inv_freq"]) else np.dtype(np.float64)
     r = resolve(profile, caps, case, out_dtype)
-    exp, bnd = _expected_and_bounds(case, caps, r)
+    exp, bnd = expected_and_bounds(case, caps, r)
     metrics = compare(case, outputs, exp, bnd)
     if modified:
         return Judged("FAIL", f"input(s) {', '.join(modified)} modified in place", metrics, r)
-    if metrics.budget_used <= 1.0:
+    if not problem and metrics.budget_used <= 1.0:
         return Judged("PASS", f"budget {metrics.budget_used:.3g}", metrics, r)
     w = metrics.worst
     where = ", ".join(f"{k}={w[k]}" for k in ("batch", "token", "position", "head", "channel", "pair") if k in w)
-    msg = (
+    msg = problem or (
         f"{metrics.n_over}/{metrics.n_elements} elements over the bound; worst |err|={w.get('error', math.nan):.3g} "
         f"> bound {w.get('bound', math.nan):.3g} (budget {metrics.budget_used:.3g}) at {w.get('output')}[{where}]"
     )
     diag = None
     if diagnose:
-        from .diagnose import diagnose as run_diagnosis
+        from .failure import explain_failure
 
         try:
-            from dataclasses import replace as _replace
-
-            diag = run_diagnosis(case, outputs, bnd, exp, bound_for=lambda spec: bounds(_replace(case, spec=spec), r))
+            diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype)
         except Exception as exc:  # noqa: BLE001 - a diagnosis problem never hides the verdict
             diag = {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
     return Judged("FAIL", msg, metrics, r, diag)
@@ -354,6 +332,10 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
         res.message = str(exc)
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
+        if declaration_gap(backend, case) is None and not _unavailable(backend):
+            res.message = f"{INCONSISTENT}: {res.message}"
+    elif verdict is True and not callable(getattr(backend, "call_case", None)) and case.stage not in backend_stages(backend):
+        res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
     elif verdict is True:
         outputs: dict[str, np.ndarray] | None = None
         try:
@@ -375,6 +357,15 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
     apply_xfail(res, options.xfail)
     res.seconds = time.perf_counter() - start
     return res
+
+
+def _unavailable(backend: Any) -> bool:
+    """The implementation cannot run here at all (library missing, no GPU): not a declaration problem."""
+    probe = getattr(backend, "library_reason", None)
+    try:
+        return bool(probe()) if callable(probe) else False
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:

@@ -351,10 +351,18 @@ def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
     return np.array(values[:-1], dtype=np.float64), float(values[-1])
 
 
+@functools.lru_cache(maxsize=256)
+def _base_values(theta: float, d: int, n: int) -> tuple[float, ...]:
+    def formula(e: Exact) -> list[Any]:
+        ln_t = e.ln(theta)
+        return [_base(e, ln_t, d, i) for i in range(n)]
+
+    return correctly_rounded(formula)
+
+
 def base_inv_freq(theta: float, d: int, n: int) -> np.ndarray:
-    """``w_i = theta^(-2i/d)`` for ``i < n``, correctly rounded float64."""
-    spec_free = lambda e: [_base(e, e.ln(theta), d, i) for i in range(n)]  # noqa: E731 - one-off formula
-    return np.array(correctly_rounded(spec_free), dtype=np.float64)
+    """``w_i = theta^(-2i/d)`` for ``i < n``, correctly rounded float64 (cached per ``(theta, d, n)``)."""
+    return np.array(_base_values(float(theta), int(d), int(n)), dtype=np.float64)
 
 
 def get_mscale(x: float, m: float = 1.0) -> float:

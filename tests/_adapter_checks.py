@@ -94,11 +94,14 @@ def assert_sensitive(backend: Any, case: GoldenCase, table_dtype: str) -> None:
 
 
 def smoke_results(backend: Any, xfail_file: str) -> tuple[list[Any], list[Any]]:
-    """Run the smoke tier on ``backend`` through the judge; return (results, stale xfail entries)."""
+    """Run the default case set of ``roperef check`` on ``backend`` (the smoke tier plus the cases
+    generated for its interface) through the judge; return (results, stale xfail entries)."""
     from conformance.cases import catalogue, materialize
+    from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
     from conformance.xfail import load_xfail
 
     cases = [materialize(r, check_fast=False) for r in catalogue("smoke")]
+    cases += materialize_all(plan_cases(backend).cases)
     report = run_cases(backend, cases, RunOptions(xfail=load_xfail(xfail_file)))
     return report.results, report.stale_xfails

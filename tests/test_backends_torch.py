@@ -115,6 +115,26 @@ def test_rotary_embedding_torch_positions_in_input_dtype() -> None:
     assert statuses == ["PASS", "FAIL", "FAIL"]
 
 
+def test_rotary_embedding_torch_position_bug_fails_in_the_default_run(tmp_path: Path) -> None:
+    """The default run (goldens + cases generated for the adapter's interface) catches the bf16/fp16
+    position bug and names it; with the adapter's xfail file every entry is active (none stale)."""
+    need("torch", "rotary_embedding_torch")
+    from conformance.cli import main
+
+    report = tmp_path / "r.json"
+    assert main(["check", "--backend", "rotary-embedding-torch", "-q", "--json", str(report)]) == 1
+    doc = json.loads(report.read_text())
+    fails = [r for r in doc["results"] if r["status"] == "FAIL"]
+    assert len(fails) >= 10 and {r["dtype"] for r in fails} == {"bfloat16", "float16"}
+    for r in fails:
+        assert r["diagnosis"]["matches"] == ["positions:" + {"bfloat16": "bf16", "float16": "fp16"}[r["dtype"]]], r["diagnosis"]["summary"]
+    assert "positions:bf16 explains every dtype=bfloat16 FAIL" in doc["verdict"]["summary"]
+    xfail = Path(__file__).resolve().parents[1] / "conformance" / "backends" / "xfail" / "rotary-embedding-torch.txt"
+    assert main(["check", "--backend", "rotary-embedding-torch", "-q", "--json", str(report), "--xfail", str(xfail)]) == 0
+    doc = json.loads(report.read_text())
+    assert doc["summary"]["counts"]["XFAIL"] == len(fails) and doc["stale_xfails"] == []
+
+
 def test_litgpt_smoke(monkeypatch: pytest.MonkeyPatch) -> None:
     need("torch", "litgpt")
     monkeypatch.setenv("ROPEREF_MAX_CACHE_ROWS", SMALL_CACHE)

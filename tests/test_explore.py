@@ -100,7 +100,7 @@ def test_correct_backends_never_fail():
 
 @pytest.mark.parametrize("bug, decoys", [
     ("positions-bf16", {"positions:bf16"}),
-    ("pairing-swapped", {"pairing:half", "pairing:adjacent", "pairing:adjacent_in_half_out"}),
+    ("pairing-swapped", {"pairing:other"}),
     ("scaling-dropped", {"scaling:dropped"}),
 ])
 def test_a_wrong_backend_is_found_shrunk_and_named(bug, decoys):
@@ -125,10 +125,10 @@ def test_positions_bf16_shrinks_to_one_small_odd_position():
     run = explore(OffsetOnlyBf16Positions(), ExploreConfig(20, 3))
     assert len(run.findings) >= 2
     for f in run.findings:
-        assert f.case.spec.head_dim == 2 and f.case.arrays["x"].shape == (1, 1, 1, 2)
+        assert f.case.spec.head_dim <= 4 and f.case.arrays["x"].shape[:3] == (1, 1, 1)  # one token, one head
         (p,), = f.case.positions
         assert 256 < p < 2**12, p  # bf16 holds every integer up to 256: the smallest failing positions are just above
-        assert f.minimal.diagnosis["match"] in ("positions:bf16", "positions:minus-one", "positions:plus-one")
+        assert f.minimal.diagnosis["match"] in ("positions:bf16", "angles:bf16", "positions:shifted")
 
 
 def test_candidates_are_strictly_smaller():
@@ -235,15 +235,15 @@ def test_cli_wrong_backend_found_shrunk_saved_and_replayed(capsys, tmp_path):
     code, out, _ = _cli(capsys, "--backend", backend, "--explore", "20", "--seed", "3", "--save-failures", str(saved),
                         "--json", str(tmp_path / "r.json"))
     assert code == 1
-    assert "minimal failing case 1/" in out and "likely cause: positions rounded to bfloat16" in out
+    assert "minimal failing case 1/" in out and "positions rounded to bfloat16" in out
     assert f"repro     roperef check --backend {backend} --explore 1 --seed" in out
-    assert f"replay    roperef check --backend {backend} --golden {saved} --filter forward/explore-" in out
+    assert f"replay    roperef check --backend {backend} --golden {saved} --goldens-only --filter forward/explore-" in out
     findings = json.loads((tmp_path / "r.json").read_text())["golden"]["explore"]["findings"]
     loaded = load_golden(saved)
     assert sorted(c.id for c in loaded.cases) == sorted(f["minimal_id"] for f in findings)
-    code, out, _ = _cli(capsys, "--backend", backend, "--golden", str(saved))
+    code, out, _ = _cli(capsys, "--backend", backend, "--golden", str(saved), "--goldens-only")
     assert code == 1 and f"{len(findings)} FAIL" in out
-    code, out, _ = _cli(capsys, "--backend", "numba", "--golden", str(saved))
+    code, out, _ = _cli(capsys, "--backend", "numba", "--golden", str(saved), "--goldens-only")
     assert code == 0
     # a second run merges into the same set
     code, _, _ = _cli(capsys, "--backend", backend, "--explore", "10", "--seed", "40", "--save-failures", str(saved), "-q")

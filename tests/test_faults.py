@@ -130,7 +130,7 @@ def test_jobs_are_capped_by_the_core_count(golden, capsys):
 @pytest.mark.parametrize("backend", ["ExitsZero", "ExitsThree", "RaisesKeyboardInterrupt", "ReturnsNone"])
 def test_cli_never_turns_a_backend_fault_into_a_pass_and_always_writes_the_report(golden, capsys, tmp_path, backend):
     report = tmp_path / "r.json"
-    code = main(["check", "--backend", f"fault_backends:{backend}", "--golden", golden, "--json", str(report)])
+    code = main(["check", "--backend", f"fault_backends:{backend}", "--golden", golden, "--goldens-only", "--json", str(report)])
     out, err = capsys.readouterr()
     assert code == 1 and "Traceback" not in out + err
     doc = json.loads(report.read_text())

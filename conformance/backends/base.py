@@ -74,7 +74,14 @@ class Backend(Protocol):
 
 
 def backend_stages(backend: object) -> frozenset[str]:
-    """The stages a backend object actually implements (callable attributes named like a stage)."""
+    """The stages a backend object actually implements (callable attributes named like a stage).
+
+    A stand-in for a backend living elsewhere (the ``--isolate`` worker's) says so with an
+    ``implemented_stages`` attribute, reported by the process that loaded the real backend.
+    """
+    remote = getattr(backend, "implemented_stages", None)
+    if remote is not None:
+        return frozenset(remote)
     return frozenset(s for s in STAGES if callable(getattr(backend, s, None)))
 
 

@@ -85,6 +85,8 @@ def route(spec: RopeSpec, forced: str | None = None) -> "Family | str":
         if spec.pairing != "half" or not full:
             return "HF applies proportional RoPE only in Gemma 4 (half pairing, whole head)"
         return FAMILIES["gemma4"]
+    if spec.pairing == "adjacent_in_half_out" and r < D and start + r != D:
+        return "HF's adjacent-in/half-out form is DeepSeek V3, which rotates the last qk_rope_head_dim channels (window last)"
     if spec.pairing == "adjacent_in_half_out" or start > 0:
         return FAMILIES["deepseek_v3"] if d == r else "DeepSeek V3 uses d = qk_rope_head_dim"
     if spec.pairing == "adjacent":

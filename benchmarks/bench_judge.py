@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""What the judge's issue-11/13 work costs: diagnosis time on failing runs, generated cases per case.
+
+Usage::
+
+    python benchmarks/bench_judge.py [--quick] [--repeat N]
+
+1. *Default check of the built-in backend* (warm): wall time of ``roperef check -q`` as a fresh
+   process (goldens + generated), with ``--goldens-only`` and ``--generated-only``.
+2. *Per-case cost*: loading + judging a golden case (the checked-in ``.npz`` set) against planning
+   + materializing (``roperef.fast``) + judging a generated case, on the built-in backend.
+3. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``) on the
+   default case set (smoke goldens + their generated cases), with and without diagnosis: the time
+   diagnosis adds per FAIL and in total.
+
+Run from the repository root with ``PYTHONPATH=.`` (it imports ``tests/bug_engines.py``). Numbers
+are a report, never an assertion; the machine's load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUGS = ("positions-bf16", "llama3-bands-swapped", "tables-bf16", "dynamic-static", "offsets-ignored",
+        "direction-reversed", "yarn-ramp-2j", "theta-default")
+
+
+def _wall(args: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "conformance.cli", "check", "-q", *args], cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def default_check(repeat: int) -> None:
+    _wall([], 1)  # warm the Numba cache
+    for label, args in (("goldens + generated (default)", []), ("--goldens-only", ["--goldens-only"]), ("--generated-only", ["--generated-only"])):
+        print(f"  roperef check -q {label:<32} {_wall(args, repeat):6.2f} s wall (median of {repeat})")
+
+
+def per_case(repeat: int) -> None:
+    from conformance.backends.resolve import resolve_backend
+    from conformance.generated import materialize_all, plan_cases
+    from conformance.golden import default_golden_dir, load_golden
+    from conformance.runner import RunOptions, run_cases
+
+    b = resolve_backend("numba")
+    load_t, gen_t, judge_g, judge_n = [], [], [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        golden = load_golden(default_golden_dir()).cases
+        t1 = time.perf_counter()
+        gen = materialize_all(plan_cases(b).cases)
+        t2 = time.perf_counter()
+        rg = run_cases(b, golden, RunOptions(diagnose=False))
+        rn = run_cases(b, gen, RunOptions(diagnose=False))
+        load_t.append((t1 - t0) / len(golden))
+        gen_t.append((t2 - t1) / len(gen))
+        judge_g.append(rg.seconds / len(golden))
+        judge_n.append(rn.seconds / len(gen))
+    ms = lambda xs: 1000 * statistics.median(xs)  # noqa: E731
+    print(f"  golden:    {len(golden)} cases, load {ms(load_t):.2f} ms/case + judge {ms(judge_g):.2f} ms/case = {ms(load_t) + ms(judge_g):.2f} ms/case")
+    print(f"  generated: {len(gen)} cases, plan + materialize {ms(gen_t):.2f} ms/case + judge {ms(judge_n):.2f} ms/case = {ms(gen_t) + ms(judge_n):.2f} ms/case")
+
+
+def diagnosis(quick: bool) -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from bug_engines import BugEngine
+    from judge_cases import smoke_cases
+
+    from conformance.generated import materialize_all, plan_cases
+    from conformance.runner import RunOptions, run_cases
+
+    base = list(smoke_cases()) + materialize_all(plan_cases(BugEngine()).cases)
+    cases = base[::4] if quick else base
+    total_on = total_off = 0.0
+    n_fail = 0
+    for bug in BUGS[:3] if quick else BUGS:
+        e = BugEngine(bug=bug)
+        off = run_cases(e, cases, RunOptions(diagnose=False))
+        on = run_cases(BugEngine(bug=bug), cases, RunOptions())
+        fails = sum(r.status == "FAIL" for r in on.results)
+        named = sum(r.status == "FAIL" and bool((r.diagnosis or {}).get("matches")) for r in on.results)
+        n_fail += fails
+        total_on += on.seconds
+        total_off += off.seconds
+        extra = on.seconds - off.seconds
+        print(f"  {bug:<24} {len(cases)} cases, {fails:>3} FAIL ({named} named): {off.seconds:6.2f} s without, "
+              f"{on.seconds:6.2f} s with diagnosis (+{extra:.2f} s, {1000 * extra / max(fails, 1):.0f} ms per FAIL)")
+    print(f"  all: +{total_on - total_off:.1f} s for {n_fail} FAILs = {1000 * (total_on - total_off) / max(n_fail, 1):.0f} ms per FAIL")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer cases and bugs (smoke mode)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} CPUs")
+    if not args.quick:
+        print("default check of the built-in backend (fresh process, warm Numba cache):")
+        default_check(args.repeat)
+    print("cost per case (built-in backend, in process):")
+    per_case(1 if args.quick else args.repeat)
+    print("diagnosis on failing runs (float32 single-bug engines, smoke + generated):")
+    diagnosis(args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
