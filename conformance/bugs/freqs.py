@@ -72,8 +72,9 @@ def llama3_bands_swapped(spec: RopeSpec, seq_len: int, medium: str = "divided") 
         return np.where(lam < l0 / a, w, w / f), 1.0
     out = np.where(lam > l0 / b, w / f, w)
     medium_band = ~(lam < l0 / a) & ~(lam > l0 / b)
-    sigma = (l0 / lam - a) / (b - a)
-    return np.where(medium_band, (1.0 - sigma) * out / f + sigma * out, out), 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # a == b (allowed): no band, sigma unused
+        sigma = (l0 / lam - a) / (b - a)
+        return np.where(medium_band, (1.0 - sigma) * out / f + sigma * out, out), 1.0
 
 
 def llama3_smooth_in_wavelength(spec: RopeSpec, seq_len: int, inverted: bool = False) -> Freqs:
@@ -84,9 +85,10 @@ def llama3_smooth_in_wavelength(spec: RopeSpec, seq_len: int, inverted: bool = F
     lam = 2.0 * math.pi / w
     low, high = l0 / a, l0 / b
     out = np.where(lam > low, w / f, w)
-    sigma = (lam - high) / (low - high) if inverted else (low - lam) / (low - high)
     medium = ~(lam < high) & ~(lam > low)
-    return np.where(medium, (1.0 - sigma) * w / f + sigma * w, out), 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # a == b (allowed): no band, sigma unused
+        sigma = (lam - high) / (low - high) if inverted else (low - lam) / (low - high)
+        return np.where(medium, (1.0 - sigma) * w / f + sigma * w, out), 1.0
 
 
 def yarn_ramp(spec: RopeSpec, seq_len: int, *, index_scale: float = 1.0, inverted: bool = False) -> Freqs:
