@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backends.base import backend_stages
+from .backends.resolve import resolve_backend
 from .case import GoldenCase
 from .interrupt import POLL_S, StopFlag
-from .stage_call import TIMED_OUT, Interrupted, StageError, describe_exception
+from .stage_call import TIMED_OUT, Interrupted, StageError, call_stage, describe_exception
 
 __all__ = ["Worker", "WorkerStartError", "IsolatedBackend", "load_isolated", "START_TIMEOUT_S"]
 
@@ -58,8 +59,6 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the judge died before the request above took effect
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from .backends.resolve import resolve_backend
-    from .stage_call import call_stage
 
     try:
         backend = resolve_backend(selector)

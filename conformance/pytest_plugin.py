@@ -41,7 +41,7 @@ class RopeCaseItem(pytest.Item):
         self.case, self.state = case, state
 
     def runtest(self) -> None:
-        from .runner import RunOptions, run_one, _InProcess  # noqa: PLC2701
+        from .runner import RunOptions, _InProcess, run_one  # noqa: PLC2701
 
         st = self.state
         res = run_one(self.case, st["backend"], _InProcess(st["backend"], None), st["profile"],
@@ -77,8 +77,9 @@ def _load_state(config: Any) -> dict[str, Any]:
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
-    from .cli_check import UsageError, load_cases, user_case_source
+    from .case_source import load_cases, user_case_source
     from .tolerance import default_profile_name, get_profile
+    from .usage_error import UsageError
     from .xfail import load_xfail
 
     selector = config.getoption("--rope-backend")

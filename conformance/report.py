@@ -17,10 +17,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
+import numpy
+
 from .atomic_files import write_bytes_atomic, write_text_atomic
 from .exit_codes import ExitCode
-from .run_verdict import exit_code_for
 from .report_sections import console_sections, junit_sections, markdown_sections
+from .run_verdict import exit_code_for
 from .runner import STATUSES, CaseResult, RunReport
 
 __all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
@@ -30,8 +32,6 @@ SCHEMA = "roperef-check-report/1"
 
 def environment() -> dict[str, Any]:
     """Versions and machine, for the JSON report."""
-    import numpy
-
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),

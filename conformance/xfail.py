@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from roperef.errors import bad
+from roperef.json_input import JSONInputError, read_text_file
 
 __all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail"]
 
@@ -77,8 +78,6 @@ def parse_xfail(text: str, source: str = "<xfail>") -> XfailList:
 
 
 def load_xfail(path: str | Path) -> XfailList:
-    from roperef.json_input import JSONInputError, read_text_file
-
     p = Path(path)
     try:
         text = read_text_file(p, what="expected-failure file", max_bytes=16 * 2**20)

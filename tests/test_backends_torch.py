@@ -22,7 +22,7 @@ import pytest
 
 from conformance.backends.names import BUILTIN_BACKENDS
 from conformance.case import GoldenCase
-from conformance.cli_check import load_cases
+from conformance.case_source import load_cases
 from conformance.runner import RunOptions, RunReport, run_cases
 from conformance.xfail import load_xfail
 from roperef import reference

@@ -25,7 +25,7 @@ from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec, Scaling
 
-from ..case import STAGES
+from ..vocabulary import STAGES
 from .base import BaseBackend, Capabilities
 
 __all__ = ["Float32Emulation", "float32_inv_freq", "emulation_rows"]

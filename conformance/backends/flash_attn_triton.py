@@ -41,7 +41,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .liger import ensure_triton_backend
 from .torch_util import missing, to_numpy, to_torch

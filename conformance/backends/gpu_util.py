@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..case import FEATURES
+from ..vocabulary import FEATURES
 from .torch_util import missing
 
 __all__ = ["gpu_reason", "sequence_offsets", "CUDA_KERNEL_FEATURES"]

@@ -42,7 +42,8 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import FEATURES, GoldenCase, case_features
+from ..case import GoldenCase, case_features
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .hf_families import FAMILIES, Family
 from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp

@@ -31,6 +31,7 @@ and Cohere, whose apply function rotates in float32 and casts back).
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +47,6 @@ def partial_factor(head_dim: int, d: int) -> float:
     rho = d / head_dim
     if int(head_dim * rho) == d:
         return rho
-    import math
-
     up = math.nextafter(rho, 2.0)
     while int(head_dim * up) < d:
         up = math.nextafter(up, 2.0)

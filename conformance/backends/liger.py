@@ -28,7 +28,8 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .hf import route
 from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -103,8 +104,6 @@ def mlx_run(rope: Any, x: np.ndarray, offsets: np.ndarray, backward: bool) -> np
 
 
 def _periods(spec: RopeSpec, seq_len: int) -> np.ndarray:
-    from roperef.frequencies import inv_freq
-
     w, _ = inv_freq(spec, seq_len)
     with np.errstate(divide="ignore"):
         return np.where(w == 0.0, np.inf, 1.0 / w).astype(np.float32)

@@ -27,7 +27,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .gpu_util import gpu_reason
 from .hf_families import rope_parameters
