@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .backends.base import backend_stages, declaration_notes
-from .case import GoldenCase, numpy_dtype
+from .case import GoldenCase
 from .declared import INCONSISTENT, declaration_gap
 from .expected import expected_and_bounds
 from .failure import explain_failure
@@ -508,7 +508,3 @@ def _wait_for(threads: list[threading.Thread], stop: StopFlag, grace: float = 1.
             deadline = deadline or time.monotonic() + grace
             if time.monotonic() >= deadline:
                 return
-
-
-def case_dtype(case: GoldenCase) -> np.dtype:
-    return numpy_dtype(case.dtype)

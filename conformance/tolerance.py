@@ -79,7 +79,7 @@ from roperef.json_input import JSONInputError, read_text_file
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec
 
-from .case import GoldenCase, numpy_dtype
+from .case import GoldenCase
 from .conditioning import blend_conditioning
 from .vocabulary import DTYPES
 
@@ -529,7 +529,3 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         profile_ratios=prof[1] if prof else None,
         worst_elements=elements[:WORST_K],
     )
-
-
-def case_dtype(case: GoldenCase) -> np.dtype:
-    return numpy_dtype(case.dtype)
