@@ -239,7 +239,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
         for r in problems:
-            print(rep._failure_line(r))
+            print(rep.failure_line(r))
         if report.coverage:
             print(coverage_line(report.coverage))
         if report.verdict:

@@ -260,7 +260,7 @@ class ExploreMode:
         if args.quiet:
             for r in outcome.report.results:
                 if r.status in FAILING:
-                    out.write(rep._failure_line(r) + "\n")
+                    out.write(rep.failure_line(r) + "\n")
         else:
             rep.console(outcome.report, out)
         self._findings(outcome, out)
@@ -352,7 +352,7 @@ class LongContextMode:
         if args.quiet:
             for r in report.results:
                 if r.status in FAILING:
-                    out.write(rep._failure_line(r) + "\n")
+                    out.write(rep.failure_line(r) + "\n")
             out.write(rep.summary_line(report) + "\n")
         else:
             rep.console(report, out)

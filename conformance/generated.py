@@ -44,7 +44,7 @@ from .generated_specs import variant_scaling, variant_spec
 from .tolerance import position_rows
 from .vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
 
-__all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases"]
+__all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases", "light_case"]
 
 HEADS = 2
 _SWITCHES = {"longrope": ("below-L0", "at-L0", "past-L0"), "dynamic": ("at-M", "past-M")}
@@ -91,7 +91,7 @@ def _shape(stage: str, spec: RopeSpec, regime: Regime) -> tuple[int, ...]:
     return (*grid, HEADS, spec.head_dim)
 
 
-def _light(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
+def light_case(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
     """A GoldenCase with the right positions and shapes, zero inputs and placeholder outputs."""
     arrays: dict[str, np.ndarray] = {}
     shape = _shape(stage, spec, regime)
@@ -127,7 +127,7 @@ def _make(stage: str, variant: str, pairing: str, dtype: str, regime: Regime) ->
     shape = _shape(stage, spec, regime)
     tag = f"seq{regime.seq_len}" if stage == "inv_freq" else regime.tag
     case_id = f"{case_family(stage, spec)}/{variant}/{pairing}/{dtype}/{shape_tag(shape, stage, spec.head_dim)}/{tag}"
-    return GenCase(case_id, stage, variant, spec, dtype, regime, _light(case_id, stage, spec, dtype, regime))
+    return GenCase(case_id, stage, variant, spec, dtype, regime, light_case(case_id, stage, spec, dtype, regime))
 
 
 def _rotate(items: list[str], start: int) -> list[str]:
@@ -300,7 +300,7 @@ def generated_cases(backend: Any, exclude: Iterable[str] = ()) -> tuple[list[Gol
 def materialize_all(items: Iterable[GenCase]) -> list[GoldenCase]:
     """Materialize several cases; the Numba kernels run on one thread meanwhile (a parallel launch
     costs ~10x more than these small cases' work)."""
-    import numba
+    import numba  # lazy: heavy to import, needed only once cases are materialized
 
     before = numba.get_num_threads()
     numba.set_num_threads(1)

@@ -68,6 +68,7 @@ __all__ = [
     "build_manifest",
     "write_golden",
     "write_golden_set",
+    "write_new",
     "GoldenWrite",
     "load_golden",
     "verify_golden",
@@ -262,7 +263,8 @@ def _carry_extras(old: Path, staging: Path) -> None:
             shutil.copy2(entry, dest)
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist) holding ``data``, flushed to the disk."""
     with open(path, "xb") as fh:
         fh.write(data)
         fh.flush()
@@ -296,8 +298,8 @@ def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, 
     try:
         os.chmod(staging, (os.stat(directory).st_mode & 0o7777) if directory.is_dir() else 0o755)
         for name, blob in files.items():
-            _write_new(staging / name, blob)
-        _write_new(staging / MANIFEST, data)
+            write_new(staging / name, blob)
+        write_new(staging / MANIFEST, data)
         _carry_extras(directory, staging)
         fsync_directory(staging)
         swap_in_directory(staging, directory)

@@ -16,6 +16,8 @@ loading ...") instead of taking the judge down with it.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing as mp
 import os
 import signal
@@ -45,9 +47,6 @@ def _die_with_parent() -> None:
     (Linux ties this to the thread that started the worker: the runner's job thread, which outlives
     every use of its workers and closes them before it ends.)"""
     try:
-        import ctypes
-        import ctypes.util
-
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):

@@ -250,7 +250,7 @@ def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: A
     problem = _shape_dtype_problem(case, got)
     if problem:
         return problem, _NOTHING
-    from .long_context_kernel import judge_chunk
+    from .long_context_kernel import judge_chunk  # lazy: Numba kernels, compiled on first use
 
     r = resolve(profile, caps, case, got.dtype)
     x = case.arrays["x" if case.stage == "forward" else "grad"]

@@ -9,6 +9,9 @@ fraction, the worst elements (index, position, actual, expected, bound), the dia
 repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. The report header (like
 array-api-tests') names the backend, library versions, dtypes, profile, golden set hash and
 ``ROPEREF_*`` variables (:mod:`conformance.header`). Importing this module is cheap (no NumPy).
+
+Everything else (the judge, NumPy) is imported lazily, inside the hooks, once ``--rope-backend``
+is given: pytest loads this plugin in every session.
 """
 
 from __future__ import annotations
@@ -41,10 +44,10 @@ class RopeCaseItem(pytest.Item):
         self.case, self.state = case, state
 
     def runtest(self) -> None:
-        from .runner import RunOptions, _InProcess, run_one  # noqa: PLC2701
+        from .runner import InProcess, RunOptions, run_one
 
         st = self.state
-        res = run_one(self.case, st["backend"], _InProcess(st["backend"], None), st["profile"],
+        res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
                       RunOptions(xfail=st["xfail"], repro=st["repro"]))
         if res.status == "NOT_SUPPORTED":
             pytest.skip(f"NOT_SUPPORTED: {res.message}")

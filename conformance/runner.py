@@ -47,7 +47,7 @@ from .xfail import XfailList
 
 __all__ = [
     "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
-    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S",
+    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
 ]
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
@@ -268,7 +268,7 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
 # ----------------------------------------------------------------------------- running
 
 
-class _InProcess:
+class InProcess:
     """Calls an in-process backend through its own :class:`CallThread` (one per job slot)."""
 
     def __init__(self, backend: Any, timeout: float | None, stop: StopFlag | None = None) -> None:
@@ -296,7 +296,7 @@ def open_caller(backend: Any, options: RunOptions, selector: str | None = None) 
             raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
         worker = Worker(selector, options.timeout)
         return worker, worker.close
-    single = _InProcess(backend, options.timeout)
+    single = InProcess(backend, options.timeout)
     return single, single.close
 
 
@@ -410,7 +410,7 @@ def _make_caller(backend: Any, options: RunOptions, selector: str | None, stop: 
             spare.timeout, spare.stop = options.timeout, stop
             return spare
         return Worker(str(selector), options.timeout, stop)
-    return _InProcess(backend, options.timeout, stop)
+    return InProcess(backend, options.timeout, stop)
 
 
 def run_cases(

@@ -1,4 +1,8 @@
-"""Shared guard for GPU-only adapters: a reason string when CUDA or the library is missing."""
+"""Shared guard for GPU-only adapters: a reason string when CUDA or the library is missing.
+
+torch is imported lazily, inside :func:`gpu_reason`: an optional library,
+loaded only when a GPU adapter asks.
+"""
 
 from __future__ import annotations
 

@@ -24,6 +24,9 @@ API mapping (mlx 0.32, ``mlx/fast.cpp``)::
   cannot describe, so it is not declared.
 
 Backward: ``mx.vjp`` (MLX's RoPE VJP is the same kernel with the inverse rotation).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ How the adapters feed them (both operators, both runtimes):
   precomputed caches. Negative positions are passed as they are: they have no row, and what the
   runtime does with them (refuse, or index from the end) is judged. This judges the operator's gather and rotation for every scaling type, not
   a frequency formula (the caches are inputs of the operator).
+
+onnx is imported lazily, inside the functions that build models: an optional library, loaded
+only when an ONNX adapter runs.
 """
 
 from __future__ import annotations

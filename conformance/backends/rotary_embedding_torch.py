@@ -24,6 +24,9 @@ casting back.
 The library exposes no cos/sin tables and no apply-with-tables function, so only
 ``inv_freq`` (the ``freqs`` parameter; default and ntk), ``forward`` and ``backward``
 (autograd) are adapted.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
