@@ -50,7 +50,7 @@ from roperef.json_input import JSONInputError, load_json_file, loads_limited
 from roperef.spec import RopeSpec
 from roperef.ulp import max_ulp_error
 
-from .atomic_files import fsync_directory, swap_in_directory
+from . import atomic_files  # called through the module: tests replace swap_in_directory to fail a swap
 from .case import GoldenCase, check_case_fields, numpy_dtype
 from .cases import reference_arrays
 from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
@@ -301,8 +301,8 @@ def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, 
             write_new(staging / name, blob)
         write_new(staging / MANIFEST, data)
         _carry_extras(directory, staging)
-        fsync_directory(staging)
-        swap_in_directory(staging, directory)
+        atomic_files.fsync_directory(staging)
+        atomic_files.swap_in_directory(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
