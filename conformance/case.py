@@ -46,6 +46,7 @@ from .vocabulary import (
     STAGE_INPUTS,
     STAGE_OUTPUTS,
     STAGES,
+    TIERS,
     USER_TIER,
 )
 
@@ -65,18 +66,25 @@ __all__ = [
 ID_SHAPE = "family/variant/pairing/dtype/shape/positions"
 
 
-def check_case_fields(case_id: Any, family: Any, stage: Any, dtype: Any, tier: Any, flags: Any) -> None:
+def check_case_fields(case_id: Any, family: Any, stage: Any, dtype: Any, tier: Any, flags: Any, *,
+                      catalogue: bool = True) -> None:
     """The one check of the fields every case record shares (:class:`GoldenCase`, :class:`CaseRecipe`,
     a golden manifest entry): ``ValueError`` ``name=value: rule`` on the first field that is wrong.
 
-    ``stage``, ``family``, ``dtype`` and ``tier`` must be words of :mod:`conformance.vocabulary`
-    (``tier`` one of :data:`~conformance.vocabulary.CASE_TIERS`); ``flags`` a sequence of strings,
-    each in :data:`~conformance.vocabulary.FLAGS`; ``case_id`` of the shape
-    ``family/variant/pairing/dtype/shape/positions``. A user's case (tier ``user``) keeps its own
-    words: its id is any non-empty string without whitespace and its flags any strings.
+    ``stage``, ``family`` and ``dtype`` must be words of :mod:`conformance.vocabulary`; ``flags`` a
+    sequence of strings, each in :data:`~conformance.vocabulary.FLAGS`; ``case_id`` a non-empty
+    string without whitespace.
+
+    A catalogue record (``catalogue``: a recipe, a golden manifest entry, whose ids are the
+    catalogue's filter keys) has a tier of :data:`~conformance.vocabulary.TIERS` and an id of the
+    shape ``family/variant/pairing/dtype/shape/positions``. A case built in memory
+    (:class:`GoldenCase`: a generated or explored case, a long-context row, a separation variant,
+    a test's hand-made case, a user's case) keeps the id it was given, and its tier may also be
+    ``user``: a user's case keeps its own words (any flags).
     """
+    tiers = TIERS if catalogue else CASE_TIERS
     for name, value, allowed in (("stage", stage, STAGES), ("family", family, FAMILIES), ("dtype", dtype, DTYPES),
-                                 ("tier", tier, CASE_TIERS)):
+                                 ("tier", tier, tiers)):
         if not isinstance(value, str) or value not in allowed:
             bad(name, value, f"expected one of {', '.join(allowed)}")
     if isinstance(flags, (str, bytes)) or not isinstance(flags, Sequence) or not all(isinstance(f, str) for f in flags):
@@ -88,7 +96,7 @@ def check_case_fields(case_id: Any, family: Any, stage: Any, dtype: Any, tier: A
     unknown = [f for f in flags if f not in FLAGS]
     if unknown:
         bad(f"case {case_id} flags", unknown, "not in the flag vocabulary conformance.vocabulary.FLAGS")
-    if len(case_id.split("/")) != 6:
+    if catalogue and len(case_id.split("/")) != 6:
         bad("case id", case_id, f"must be {ID_SHAPE}")
 
 
@@ -117,7 +125,7 @@ class GoldenCase:
     arrays: Mapping[str, np.ndarray] = field(repr=False)
 
     def __post_init__(self) -> None:
-        check_case_fields(self.id, self.family, self.stage, self.dtype, self.tier, self.flags)
+        check_case_fields(self.id, self.family, self.stage, self.dtype, self.tier, self.flags, catalogue=False)
         missing = [k for k in STAGE_INPUTS[self.stage] + STAGE_OUTPUTS[self.stage] if k not in self.arrays]
         if missing:
             bad(f"case {self.id}", missing, f"arrays missing for stage {self.stage}")

@@ -176,8 +176,11 @@ def test_manifest_unknown_fields(written, few):
 @pytest.mark.parametrize("key, value, words", [
     ("flags", ["odd-position", "not-a-flag"], r"flags=\['not-a-flag'\]: not in the flag vocabulary"),
     ("flags", "odd-position", r"flags='odd-position': must be a list of strings"),
-    ("tier", "user-ish", r"tier='user-ish': expected one of smoke, full, user"),
+    ("tier", "user-ish", r"tier='user-ish': expected one of smoke, full$"),
+    ("tier", "user", r"tier='user': expected one of smoke, full$"),  # a golden set holds catalogue cases only
     ("family", "rope", r"family='rope': expected one of"),
+    ("stage", "rotate", r"stage='rotate': expected one of"),
+    ("dtype", "float8", r"dtype='float8': expected one of"),
 ])
 def test_manifest_entry_checked_like_a_case(written, few, key, value, words):
     """The manifest's case fields go through the case record's one validator (check_case_fields)."""
@@ -187,6 +190,15 @@ def test_manifest_entry_checked_like_a_case(written, few, key, value, words):
     with pytest.raises(GoldenError, match=rf"manifest.json: case '{few[0].id}': .*{words}"):
         load_golden(written)
     assert len(verify_golden(written)) == 1
+
+
+def test_manifest_entry_with_an_id_of_the_wrong_shape_does_not_load(written, few):
+    manifest = _manifest(written)
+    manifest["cases"]["forward/short"] = manifest["cases"].pop(few[0].id)
+    _save_manifest(written, manifest)
+    with pytest.raises(GoldenError, match=r"case 'forward/short': case id='forward/short': must be "
+                                          r"family/variant/pairing/dtype/shape/positions"):
+        load_golden(written)
 
 
 def test_missing_manifest(tmp_path):
