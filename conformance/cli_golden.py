@@ -1,7 +1,7 @@
 """``roperef golden``: generate, verify, list, show and audit golden vectors (and ``export`` if installed).
 
 - ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
-  (reference and Numba twin must agree within 2 ulp) and write it as one transaction (the old
+  (reference and Numba twin must agree within 2 ulp, error over spacing) and write it as one transaction (the old
   set or the new one, whatever happens); refuses to overwrite a different set without
   ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C stops between cases.
 - ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.

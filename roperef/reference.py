@@ -17,7 +17,7 @@ roundoff of the output. So the angle is kept as an unrounded two-term product
 ``phi = hi + lo`` (Dekker's TwoProduct with Veltkamp splitting; exact, no FMA
 needed) and ``cos``/``sin`` of the exact sum are computed by :func:`roperef.sincos.sincos`
 (an exact Cody-Waite reduction and Taylor kernels from IEEE ``+ - *`` only, within
-0.7 ulp). With that, each output is within a few units of roundoff (``u = 2^-53``) of
+0.7 ulp, error over spacing: :func:`roperef.ulp.ulp_error`). With that, each output is within a few units of roundoff (``u = 2^-53``) of
 the pair magnitude ``s (|x_a| + |x_b|)`` of exact arithmetic on the float64 inputs and
 the float64 ``w`` of :func:`roperef.frequencies.inv_freq`, at every position up to
 ``2^31`` (the golden audit measures it against mpmath). Angles are never accumulated

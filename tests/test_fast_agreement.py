@@ -1,4 +1,4 @@
-"""``roperef.fast`` agrees with ``roperef.reference`` bit for bit (the product promises 2 ulp), and fails the same way.
+"""``roperef.fast`` agrees with ``roperef.reference`` bit for bit (the product promises 2 ulp, error over spacing), and fails the same way.
 
 The contract: the Numba twin does the reference's float64 arithmetic operation for
 operation (no libm, no FMA; docs/spec.md section 5a), so every output element equals the

@@ -12,7 +12,7 @@ The model (:func:`conformance.exact_model.mp_inv_freq`, shared with the golden a
 plain mpmath written from the spec text, not roperef's evaluation.
 
 The second half shows that nothing platform-dependent feeds the reference: NumPy's and
-the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp change
+the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp (one representable step, ``nextafter``) change
 neither the reference's outputs nor the golden verification.
 """
 

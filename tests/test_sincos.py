@@ -82,7 +82,7 @@ def test_random_and_boundary_angles():
 
 
 def test_angles_next_to_multiples_of_half_pi():
-    """p*w within a few ulp of k*pi/2 (the reduction's cancellation), up to k ~ 2^32."""
+    """p*w within a few ulp (error over spacing) of k*pi/2 (the reduction's cancellation), up to k ~ 2^32."""
     ks = np.array([1, 2, 3, 4, 7, 1000, 123457, 2**20 + 1, 2**31 - 1, 2**32 - 5], dtype=np.float64)
     with mpmath.workdps(60):
         w = np.array([float(k * mpmath.pi / 2 / (2**31 - 1)) for k in ks])
