@@ -6,7 +6,7 @@ Checked on the source with ``ast`` (nothing is imported):
 - roperef never imports conformance; no module imports a CLI module (``conformance.cli*``)
   except another CLI module;
 - no ``module._private`` across modules: neither ``from m import _name`` nor ``m._name`` where
-  ``m`` is a roperef/conformance module other than the one being read (roperef, conformance,
+  ``m`` is a roperef or conformance module other than the one being read (roperef, conformance,
   tests, scripts, benchmarks);
 - a function-local import is a lazy import of a heavy or optional library, of a module that
   imports one when it is loaded, or of an adapter; or it sits in a module that must stay cheap
@@ -63,7 +63,7 @@ def _stem(node: ast.ImportFrom, mod: str, is_package: bool) -> str:
 
 
 def _internal(name: str) -> str | None:
-    """The roperef/conformance module ``name`` lies in (``pkg.mod.attr`` -> ``pkg.mod``), or None."""
+    """The roperef or conformance module ``name`` lies in (``pkg.mod.attr`` -> ``pkg.mod``), or None."""
     while name and name not in NAMES:
         name = name.rsplit(".", 1)[0] if "." in name else ""
     return name or None
@@ -126,7 +126,7 @@ def test_roperef_never_imports_conformance_and_only_cli_modules_import_cli_modul
 
 def _private_uses(path: Path, mod: str | None = None) -> list[str]:
     """``from m import _x`` and ``m._x`` in ``path`` (module ``mod``, by default its name in the repository)
-    where ``m`` is another roperef/conformance module."""
+    where ``m`` is another roperef or conformance module."""
     mod = mod or _module_name(path)
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     is_package = path.name == "__init__.py"
