@@ -20,7 +20,8 @@ from roperef import __version__
 
 from .case import GoldenCase
 from .cases import catalogue, materialize
-from .golden import MANIFEST, GoldenError, default_golden_dir, load_golden
+from . import golden as golden_files  # default_golden_dir called through the module: tests point it elsewhere
+from .golden import MANIFEST, GoldenError, load_golden
 from .selection import select, select_cases
 from .usage_error import UsageError
 from .user_cases import UserCaseError, select_user_cases
@@ -51,7 +52,7 @@ def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtype
     which ``info["source"]`` says in words. A golden directory named by ``--golden`` or
     ``ROPEREF_GOLDEN`` must hold a golden set (UsageError otherwise: never a silent substitute)."""
     named, origin = _golden_origin(golden)
-    directory = Path(named) if named else default_golden_dir()
+    directory = Path(named) if named else golden_files.default_golden_dir()
     info: dict[str, Any] = {"directory": str(directory), "tier": tier}
     if named and not os.path.lexists(directory / MANIFEST):
         problem = "does not exist" if not directory.exists() else f"holds no {MANIFEST}"
