@@ -30,7 +30,8 @@ from .exit_codes import ExitCode
 from .interrupt import StopFlag, sigint_sets
 from .report_sections import coverage_line, write_verdict_png
 from .run_verdict import exit_code_for, nothing_judged_line
-from .runner import RunOptions, effective_jobs, run_cases
+from . import runner  # runner.run_cases called through the module: tests wrap it to see the options
+from .runner import RunOptions, effective_jobs
 from .stage_call import DEFAULT_TIMEOUT_S
 from .tolerance import default_profile_name, get_profile
 from .usage_error import UsageError
@@ -231,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
     bar = Progress(len(source.cases))
     try:
         with sigint_sets(stop):
-            report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
+            report = runner.run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
     attach_sections(report, source.cases, backend, plan)
