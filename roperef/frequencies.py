@@ -329,7 +329,7 @@ def _check_ranges(spec: RopeSpec, values: tuple[float, ...]) -> None:
 
 
 @functools.lru_cache(maxsize=512)
-def _exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
+def exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
     """Correctly rounded ``(w_0, ..., w_{n-1}, s)`` of ``spec`` at effective length ``length``."""
     make = _vision if spec.vision is not None else FREQUENCY_FORMULAS[spec.scaling.type]
     try:
@@ -348,7 +348,7 @@ def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
         if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
             bad("seq_len", seq_len, "must be a positive integer or None")
         seq_len = int(seq_len)
-    values = _exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
+    values = exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
     return np.array(values[:-1], dtype=np.float64), float(values[-1])
 
 

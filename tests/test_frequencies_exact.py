@@ -12,7 +12,7 @@ The model (:func:`conformance.exact_model.mp_inv_freq`, shared with the golden a
 plain mpmath written from the spec text, not roperef's evaluation.
 
 The second half shows that nothing platform-dependent feeds the reference: NumPy's and
-the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp change
+the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp (one representable step, ``nextafter``) change
 neither the reference's outputs nor the golden verification.
 """
 
@@ -138,7 +138,7 @@ def test_libm_and_numpy_transcendentals_perturbed_by_one_ulp_change_nothing(monk
         monkeypatch.setattr(np, name, _one_ulp_up(getattr(np, name)))
     for name in PERTURBED_MATH:
         monkeypatch.setattr(math, name, _one_ulp_up(getattr(math, name)))
-    frequencies._exact_values.cache_clear()  # recompute the frequencies under the perturbation
+    frequencies.exact_values.cache_clear()  # recompute the frequencies under the perturbation
     after = _outputs(specs, x, pos)
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)

@@ -25,6 +25,9 @@ API mapping (keras-hub 0.32, ``keras_hub/src/layers/modeling/rotary_embedding.py
 ``KERAS_BACKEND=jax`` must be set before keras is first imported: the adapter sets it when
 keras is not imported yet and reports NOT_SUPPORTED when keras already runs another backend.
 Backward: ``jax.vjp`` of the same jitted forward.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

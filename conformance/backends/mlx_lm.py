@@ -19,6 +19,9 @@ Layers per type: ``default``/``linear`` -> ``nn.RoPE`` (``scale = 1/factor``); `
 ``ProportionalRoPE``. All run ``mx.fast.rope`` (float32 angles, tables in the input dtype);
 the frequency vectors are built in float32. ``ntk`` has no HF/mlx-lm type.
 Backward: ``mx.vjp``.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
