@@ -24,3 +24,15 @@ def test_xfail_path_takes_the_registered_name_only():
     for wrong in ("mlx_lm", "keras_hub", "../names"):  # no other spelling tried
         with pytest.raises(ValueError, match=rf"backend='{wrong}': not a built-in backend; known: numpy, "):
             xfail_path(wrong)
+
+
+def test_every_built_in_backend_reports_under_its_registered_name():
+    """A backend's ``name`` (the report key, docs/backends.md's row) is the name it is selected by."""
+    from conformance.backends.resolve import resolve_backend
+
+    wrong = {}
+    for registered in BUILTIN_BACKENDS:
+        name = getattr(resolve_backend(registered), "name", None)
+        if name != registered:
+            wrong[registered] = name
+    assert not wrong, wrong

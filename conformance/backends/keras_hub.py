@@ -115,7 +115,7 @@ def _make_layer(spec: RopeSpec, dtype: str) -> Any:
 
 @dataclass
 class KerasHubBackend(BaseBackend):
-    name: str = "keras_hub"
+    name: str = "keras-hub"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 

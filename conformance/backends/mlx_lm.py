@@ -68,7 +68,7 @@ def hf_scaling_config(spec: RopeSpec) -> tuple[dict[str, Any] | None, int | None
 
 @dataclass
 class MlxLmBackend(BaseBackend):
-    name: str = "mlx_lm"
+    name: str = "mlx-lm"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
     def library_reason(self) -> "str | None":
