@@ -6,8 +6,9 @@ functions as the reference (:func:`roperef.inputs.prepare`, ``check_spec``,
 channel layout from :func:`roperef.layout.pair_map` / :func:`~roperef.layout.pair_axes`
 and the frequencies from :func:`roperef.frequencies.inv_freq`. The kernels live in
 :mod:`roperef.fast_kernels` and repeat the reference's float64 arithmetic operation
-for operation (two-term angle ``p*w = hi + lo``, cos/sin at ``hi`` corrected to
-second order in ``lo``, times the attention factor ``s``)::
+for operation (two-term angle ``p*w = hi + lo``, cos/sin of ``hi + lo`` by the same
+IEEE-only routine as :mod:`roperef.sincos` (:mod:`roperef.fast_sincos`), times the attention
+factor ``s``)::
 
     y_a = x_a*(s cos phi) - x_b*(s sin phi)
     y_b = x_b*(s cos phi) + x_a*(s sin phi)

@@ -19,8 +19,8 @@ None of them changes a value; they change how memory is moved:
   thread pool's own synchronisation publishes the block as done.
 
 Numba's on-disk cache keys a kernel on its own source file only: after editing this
-file, clear the cache of :mod:`roperef.fast_kernels` (``roperef/__pycache__`` or
-``NUMBA_CACHE_DIR``) so that the kernels are recompiled with the new code.
+file, clear the cache of :mod:`roperef.fast_kernels` (Numba's ``*.nbi``/``*.nbc`` files in the
+package's cache directory, or ``NUMBA_CACHE_DIR``) so that the kernels are recompiled with the new code.
 """
 
 from __future__ import annotations
