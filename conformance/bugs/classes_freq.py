@@ -7,7 +7,7 @@ from functools import partial
 
 import numpy as np
 
-from roperef.frequencies import inv_freq, yarn_correction_range
+from roperef.frequencies import estimate_inv_freq, inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -66,7 +66,14 @@ def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | N
     seq = case_or_facts.seq_len
     if d.seq_len is not None:
         seq = int(d.seq_len(seq))
-    w, s = d.freqs(spec, seq) if d.freqs is not None else inv_freq(spec, seq)
+    if d.freqs is not None:
+        w, s = d.freqs(spec, seq)
+    elif spec == case_or_facts.spec and seq == case_or_facts.seq_len:
+        w, s = inv_freq(spec, seq)  # the case's own frequencies: exact and cached
+    else:
+        # another spec or length (a wrong theta, factor, length): whether the case could tell it is
+        # decided with wide margins, so the float64 estimate (a few ulp, ~30x cheaper) is enough
+        w, s = estimate_inv_freq(spec, seq)
     if d.scale is not None:
         s = d.scale(s)
     if d.round_freqs:
