@@ -72,7 +72,7 @@ class AuditResult:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _context():  # type: ignore[no-untyped-def]
+def _context():
     import mpmath
 
     ctx = mpmath.MPContext()
@@ -106,7 +106,7 @@ def _sample(case: GoldenCase, shape: tuple[int, ...], samples: int, extra: list[
 class _Angles:
     """cos/sin of exact angles ``p*w`` (cached per (p, w))."""
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.cache: dict[tuple[int, float], tuple[Any, Any]] = {}
 

@@ -161,7 +161,7 @@ def case_features(case: GoldenCase) -> frozenset[str]:
     spec, out = case.spec, set()
     if spec.rotary_start > 0:
         out.add("window_last")
-    elif spec.rotary_dim < spec.head_dim:  # type: ignore[operator]
+    elif spec.resolved_rotary_dim < spec.head_dim:
         out.add("partial")
     if spec.freq_dim != spec.rotary_dim:
         out.add("odd_freq_dim")

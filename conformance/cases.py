@@ -219,7 +219,7 @@ def _draw(recipe: CaseRecipe, rng: np.random.Generator, shape: tuple[int, ...]) 
     return _round(x, recipe.dtype)
 
 
-def _fast():  # type: ignore[no-untyped-def]
+def _fast():
     from roperef import fast  # the Numba twin (imported lazily: JIT compilation happens on first use)
 
     return fast

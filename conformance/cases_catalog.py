@@ -83,9 +83,9 @@ def _recipe(family: str, variant: str, spec: RopeSpec, dtype: str, tier: str, st
     all_flags = set(flags) | set(REGIME_FLAGS.get(positions, ()))
     if spec.rotary_start > 0:
         all_flags.add("window-last")
-    elif spec.rotary_dim < spec.head_dim:
+    elif spec.resolved_rotary_dim < spec.head_dim:
         all_flags.add("partial")
-    if spec.freq_dim % 2:
+    if spec.resolved_freq_dim % 2:
         all_flags.add("odd-width")
     if spec.pairing == "adjacent_in_half_out":
         all_flags.add("pairing-order")

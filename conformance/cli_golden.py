@@ -151,7 +151,7 @@ def _list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _find_case(case_id: str, directory: str | None):  # type: ignore[no-untyped-def]
+def _find_case(case_id: str, directory: str | None):
     from .cases import catalogue, materialize
     from .golden import GoldenError, default_golden_dir, load_golden, read_manifest
 

@@ -22,7 +22,7 @@ __all__ = ["mp_inv_freq"]
 def mp_inv_freq(ctx: Any, spec: RopeSpec, seq_len: int | None) -> tuple[list[Any], Any]:
     """``(w list, s)`` in the mpmath context ``ctx`` (its precision), from docs/spec.md section 3."""
     mpf, log, pi = ctx.mpf, ctx.log, ctx.pi
-    sc, d, n, theta = spec.scaling, spec.freq_dim, spec.n_pairs, mpf(spec.theta)
+    sc, d, n, theta = spec.scaling, spec.resolved_freq_dim, spec.n_pairs, mpf(spec.theta)
 
     def base(t, denom, count):
         return [t ** (-mpf(2 * i) / denom) for i in range(count)]

@@ -247,9 +247,9 @@ def _flags(draw: Draw, attention: float) -> tuple[str, ...]:
         out.add("decode-b>1-t1")
     if spec.rotary_start > 0:
         out.add("window-last")
-    elif spec.rotary_dim < spec.head_dim:  # type: ignore[operator]
+    elif spec.resolved_rotary_dim < spec.head_dim:
         out.add("partial")
-    if spec.freq_dim % 2:  # type: ignore[operator]
+    if spec.resolved_freq_dim % 2:
         out.add("odd-width")
     if spec.pairing == "adjacent_in_half_out":
         out.add("pairing-order")

@@ -267,7 +267,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
 # ----------------------------------------------------------------------------- materialize
 
 
-def _fast():  # type: ignore[no-untyped-def]
+def _fast():
     from roperef import fast  # Numba: imported (and compiled) on first use only
 
     return fast

@@ -32,7 +32,7 @@ _FAILED = ("FAIL", "XFAIL")
 def _props(case: GoldenCase) -> dict[str, str]:
     spec = case.spec
     kind = "mRoPE" if spec.mrope_section is not None else "2-D vision" if spec.vision is not None else \
-        "partial rotary" if spec.rotary_dim < spec.head_dim else "full rotary"
+        "partial rotary" if spec.resolved_rotary_dim < spec.head_dim else "full rotary"
     regime = case.id.rsplit("/", 1)[-1]
     return {"scaling": spec.scaling.type, "pairing": spec.pairing, "dtype": case.dtype, "stage": case.stage,
             "spec kind": kind, "positions": regime, "family": case.family}

@@ -124,7 +124,7 @@ def _streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
 
 def _keep(spec: RopeSpec) -> np.ndarray:
     """Pass-through channels: outside ``[rotary_start, rotary_start + rotary_dim)``."""
-    start, stop = spec.rotary_start, spec.rotary_start + spec.rotary_dim  # type: ignore[operator]
+    start, stop = spec.rotary_start, spec.rotary_start + spec.resolved_rotary_dim
     return np.concatenate([np.arange(0, start), np.arange(stop, spec.head_dim)]).astype(np.int64)
 
 
@@ -214,7 +214,7 @@ def _shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tu
     return np.ascontiguousarray(distinct, dtype=np.int64), np.ascontiguousarray(index.reshape(-1), dtype=np.int64)
 
 
-def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:
     from .fast_kernels import apply_kernel, rope_kernel, tables_kernel
 
     prep = prepare(x, positions, spec, cu_seqlens, seq_len, name=name)

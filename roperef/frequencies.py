@@ -99,7 +99,7 @@ def _default(spec: RopeSpec, length: int) -> Formula:
     """``default``: ``w_i = theta^(-2i/d)``, ``s = 1``."""
     def f(e: Exact) -> list[Any]:
         ln_t = e.ln(spec.theta)
-        return [_base(e, ln_t, spec.freq_dim, i) for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+        return [_base(e, ln_t, spec.resolved_freq_dim, i) for i in range(spec.n_pairs)] + [1]
     return f
 
 
@@ -107,13 +107,13 @@ def _linear(spec: RopeSpec, length: int) -> Formula:
     """``linear`` (position interpolation): ``w_i = theta^(-2i/d) / f``."""
     def f(e: Exact) -> list[Any]:
         ln_t, fac = e.ln(spec.theta), e.num(spec.scaling.factor)  # type: ignore[arg-type]
-        return [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+        return [_base(e, ln_t, spec.resolved_freq_dim, i) / fac for i in range(spec.n_pairs)] + [1]
     return f
 
 
 def _rebased(spec: RopeSpec, e: Exact, q: Any) -> list[Any]:
     """``w_i = theta'^(-2i/d)`` with ``theta' = theta * q^(d/(d-2))`` (dynamic, ntk)."""
-    d = int(spec.freq_dim)  # type: ignore[arg-type]
+    d = int(spec.resolved_freq_dim)
     ln_base = e.ln(spec.theta) + e.num(Fraction(d, d - 2)) * e.ln(q)
     return [_base(e, ln_base, d, i) for i in range(spec.n_pairs)] + [1]
 
@@ -137,7 +137,7 @@ def _yarn_range(spec: RopeSpec, e: Exact) -> tuple[Any, Any]:
 
     Each end is a Fraction when it is rational (truncated or clamped) and an mpmath number
     otherwise; ``corr`` is transcendental, so the certified floor/ceil/comparisons decide."""
-    sc, d = spec.scaling, int(spec.freq_dim)  # type: ignore[arg-type]
+    sc, d = spec.scaling, int(spec.resolved_freq_dim)
     fast = 32.0 if sc.beta_fast is None else sc.beta_fast
     slow = 1.0 if sc.beta_slow is None else sc.beta_slow
     l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
@@ -207,7 +207,7 @@ def _yarn(spec: RopeSpec, length: int) -> Formula:
         out = []
         for j in range(spec.n_pairs):
             r = _as_mp(e, _ramp(e, j, low, high))
-            out.append(_base(e, ln_t, spec.freq_dim, j) * (r * inv_f + (1 - r)))  # type: ignore[arg-type]
+            out.append(_base(e, ln_t, spec.resolved_freq_dim, j) * (r * inv_f + (1 - r)))
         return out + [_yarn_attention(e, sc)]
     return f
 
@@ -227,7 +227,7 @@ def _longrope(spec: RopeSpec, length: int) -> Formula:
 
     def f(e: Exact) -> list[Any]:
         ln_t = e.ln(spec.theta)
-        out = [_base(e, ln_t, spec.freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]  # type: ignore[index,arg-type]
+        out = [_base(e, ln_t, spec.resolved_freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]  # type: ignore[index,arg-type]
         fac = _longrope_factor(sc)
         if sc.attention_factor is not None:
             s: Any = sc.attention_factor
@@ -252,7 +252,7 @@ def _llama3(spec: RopeSpec, length: int) -> Formula:
         low_wavelen, high_wavelen = e.num(Fraction(l0) / a), e.num(Fraction(l0) / b)
         out = []
         for i in range(spec.n_pairs):
-            w = _base(e, ln_t, spec.freq_dim, i)  # type: ignore[arg-type]
+            w = _base(e, ln_t, spec.resolved_freq_dim, i)
             wavelen = 2 * e.pi / w
             if e.less(low_wavelen, wavelen):
                 out.append(w / fac)
@@ -270,12 +270,12 @@ def _proportional(spec: RopeSpec, length: int) -> Formula:
     for ``i < k``, exactly 0 for ``k <= i < n`` (identity pairs); ``f = factor`` (default 1)."""
     sc = spec.scaling
     rho = 1.0 if sc.partial_rotary_factor is None else sc.partial_rotary_factor
-    k = min(int((rho * spec.freq_dim) // 2), spec.n_pairs)  # type: ignore[operator]
+    k = min(int((rho * spec.resolved_freq_dim) // 2), spec.n_pairs)
     factor = 1.0 if sc.factor is None else sc.factor
 
     def f(e: Exact) -> list[Any]:
         ln_t, fac = e.ln(spec.theta), e.num(factor)
-        head = [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(k)]  # type: ignore[arg-type]
+        head = [_base(e, ln_t, spec.resolved_freq_dim, i) / fac for i in range(k)]
         return head + [Fraction(0)] * (spec.n_pairs - k) + [1]
     return f
 

@@ -169,13 +169,38 @@ class Scaling:
         # mscale, mscale_all_dim: any finite number (0 means "unset" in the YaRN rule)
         return number
 
+    def given(self, name: str) -> float:
+        """The value of float parameter ``name``, which this scaling type requires (docs/spec.md section 3).
+
+        ``__post_init__`` has already rejected a missing required parameter; this accessor gives
+        the value its non-optional type and names the key if a caller asks for one that is unset.
+        """
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return float(value)
+
+    def given_int(self, name: str) -> int:
+        """``given`` for the integer parameters (``original_max_position_embeddings``, ``max_position_embeddings``)."""
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return int(value)
+
+    def given_factors(self, name: str) -> tuple[float, ...]:
+        """``given`` for the per-pair lists (``short_factor``, ``long_factor``)."""
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return tuple(value)
+
     def _check_relations(self) -> None:
         if self.type == "yarn":
             fast = 32.0 if self.beta_fast is None else self.beta_fast
             slow = 1.0 if self.beta_slow is None else self.beta_slow
             if fast < slow:
                 bad("rope_scaling.beta_fast", fast, f"must be >= beta_slow={slow}")
-        if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:  # type: ignore[operator]
+        if self.type == "llama3" and self.given("high_freq_factor") < self.given("low_freq_factor"):
             bad(
                 "rope_scaling.high_freq_factor",
                 self.high_freq_factor,
@@ -184,13 +209,13 @@ class Scaling:
         if self.type == "yarn" and self.mscale and self.mscale_all_dim and self.attention_factor is None:
             for key in ("mscale", "mscale_all_dim"):
                 m = getattr(self, key)
-                if self.factor > 1 and 0.1 * m * math.log(self.factor) + 1 <= 0:  # type: ignore[operator]
+                if self.given("factor") > 1 and 0.1 * m * math.log(self.given("factor")) + 1 <= 0:
                     bad(f"rope_scaling.{key}", m, f"makes get_mscale(factor={self.factor}, {key}) = 0.1*m*ln(f) + 1 <= 0 "
                         "(the attention factor would be infinite or negative)")
         if self.type == "longrope" and self.factor is None and self.max_position_embeddings is None:
             bad("rope_scaling.factor", None, "longrope needs factor or max_position_embeddings (factor = M / L0)")
         if self.type == "longrope" and self.original_max_position_embeddings == 1 and self.attention_factor is None:
-            f = self.factor if self.factor is not None else float(self.max_position_embeddings)  # type: ignore[arg-type]
+            f = self.factor if self.factor is not None else float(self.given_int("max_position_embeddings"))
             if f > 1.0:
                 bad(
                     "rope_scaling.original_max_position_embeddings",
@@ -275,9 +300,23 @@ class RopeSpec:
         self._check_vision()
 
     @property
+    def resolved_rotary_dim(self) -> int:
+        """``rotary_dim`` after ``__post_init__`` has defaulted it (never ``None`` on a built spec)."""
+        if self.rotary_dim is None:
+            bad("rotary_dim", None, "is unset on a spec that __post_init__ did not complete")
+        return self.rotary_dim
+
+    @property
+    def resolved_freq_dim(self) -> int:
+        """d, the exponent denominator: ``freq_dim`` after ``__post_init__`` has defaulted it."""
+        if self.freq_dim is None:
+            bad("freq_dim", None, "is unset on a spec that __post_init__ did not complete")
+        return self.freq_dim
+
+    @property
     def n_pairs(self) -> int:
         """n = rotary_dim / 2."""
-        return self.rotary_dim // 2  # type: ignore[operator]
+        return self.resolved_rotary_dim // 2
 
     @property
     def n_axes(self) -> int:

@@ -85,7 +85,7 @@ class FlashAttnBackend(BaseBackend):
             rows = int((offs + lengths).max())
         else:
             kw, rows = {}, int(offs.max()) + arr.shape[1]
-        rope = RotaryEmbedding(spec.rotary_dim, base=spec.theta, interleaved=spec.pairing == "adjacent",
+        rope = RotaryEmbedding(spec.resolved_rotary_dim, base=spec.theta, interleaved=spec.pairing == "adjacent",
                                device=self.device)
         rope._update_cos_sin_cache(rows, device=torch.device(self.device), dtype=torch_dtype(str(arr.dtype)))
         cos, sin = rope._cos_cached, rope._sin_cached

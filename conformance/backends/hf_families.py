@@ -67,7 +67,7 @@ def rope_parameters(spec: RopeSpec, head_dim_for_freq: int | None = None) -> dic
             continue
         out[key] = value
     if sc.type != "proportional" and head_dim_for_freq is not None and spec.freq_dim != head_dim_for_freq:
-        out["partial_rotary_factor"] = partial_factor(head_dim_for_freq, spec.freq_dim)  # type: ignore[arg-type]
+        out["partial_rotary_factor"] = partial_factor(head_dim_for_freq, spec.resolved_freq_dim)
     return out
 
 
@@ -102,7 +102,7 @@ class Family:
         """The family's config object for ``spec`` (one attention head of width ``head_dim``)."""
         import transformers
 
-        D, r = spec.head_dim, spec.rotary_dim
+        D, r = spec.head_dim, spec.resolved_rotary_dim
         M = max_positions or _max_positions(spec)
         k = self.key
         if k == "llama":
@@ -113,12 +113,12 @@ class Family:
         if k == "gpt_neox":
             return transformers.GPTNeoXConfig(
                 hidden_size=D, num_attention_heads=1, max_position_embeddings=M,
-                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)},
+                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)},
             )
         if k == "glm":
             return transformers.GlmConfig(
                 hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M,
-                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)},
+                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)},
             )
         if k == "cohere":
             return transformers.CohereConfig(
@@ -129,7 +129,7 @@ class Family:
             extra: dict[str, Any] = {}
             if sc.original_max_position_embeddings is not None:
                 extra["original_max_position_embeddings"] = sc.original_max_position_embeddings
-            rp = rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)}
+            rp = rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)}
             return transformers.Phi3Config(
                 hidden_size=D, num_attention_heads=1, max_position_embeddings=M, rope_parameters=rp, **extra
             )
@@ -230,7 +230,7 @@ class Family:
         import torch
 
         fn = getattr(self.mod(), self.apply_fn)
-        D, r = spec.head_dim, spec.rotary_dim
+        D, r = spec.head_dim, spec.resolved_rotary_dim
         if self.key == "qwen2_vl_vision":
             return fn(x, x, cos, sin)[0]
         if self.key == "pixtral":

@@ -104,7 +104,7 @@ def _make_layer(spec: RopeSpec, dtype: str) -> Any:
             dtype=dtype,
         )
     factor = 1.0 if sc.type == "default" else sc.factor
-    denominator = None if spec.freq_dim == spec.rotary_dim else spec.freq_dim
+    denominator = None if spec.resolved_freq_dim == spec.resolved_rotary_dim else spec.resolved_freq_dim
     return RotaryEmbedding(
         max_wavelength=spec.theta, scaling_factor=factor, rope_type="linear", denominator_dim=denominator, dtype=dtype
     )
@@ -137,7 +137,7 @@ class KerasHubBackend(BaseBackend):
     def _fn(self, spec: RopeSpec, dtype: str, backward: bool) -> Any:
         def build() -> Any:
             layer = _make_layer(spec, dtype)
-            lo, hi = spec.rotary_start, spec.rotary_start + spec.rotary_dim
+            lo, hi = spec.rotary_start, spec.rotary_start + spec.resolved_rotary_dim
 
             def forward(x: Any, pos: Any) -> Any:
                 import jax.numpy as jnp

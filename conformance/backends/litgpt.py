@@ -106,7 +106,7 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         import torch
         from litgpt.model import apply_rope, apply_rope_interleave
 
-        shape, r = xt.shape, spec.rotary_dim
+        shape, r = xt.shape, spec.resolved_rotary_dim
         grid = tuple(shape[:-2])
         bt = grid if len(grid) == 2 else (1, int(np.prod(grid)))
         q = xt.reshape(*bt, *shape[-2:]).transpose(1, 2)  # (B, nh, T, hs)

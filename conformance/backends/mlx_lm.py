@@ -85,7 +85,7 @@ class MlxLmBackend(BaseBackend):
         from mlx_lm.models.rope_utils import initialize_rope
 
         cfg, m = hf_scaling_config(spec)
-        layer = initialize_rope(spec.rotary_dim, spec.theta, spec.pairing == "adjacent", cfg, m)
+        layer = initialize_rope(spec.resolved_rotary_dim, spec.theta, spec.pairing == "adjacent", cfg, m)
         if scalar_offset:
             return lambda a, off: layer(a, offset=int(off[0].item()))
         return lambda a, off: layer(a, offset=off)

@@ -46,7 +46,7 @@ class OnnxReferenceBackend(BaseBackend):
         return cache_rows_reason(case.positions) if case.stage == "forward" else None
 
     def _evaluator(self, dtype: str, spec: RopeSpec, heads: int, with_positions: bool) -> Any:
-        key = (dtype, spec.head_dim, spec.rotary_dim, spec.pairing, heads, with_positions)
+        key = (dtype, spec.head_dim, spec.resolved_rotary_dim, spec.pairing, heads, with_positions)
         if key not in self._evaluators:
             from onnx.reference import ReferenceEvaluator
 

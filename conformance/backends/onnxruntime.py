@@ -90,7 +90,7 @@ class OnnxRuntimeBackend(BaseBackend):
         return standard_model(dtype, spec, heads, with_positions=with_positions)
 
     def _session(self, dtype: str, spec: RopeSpec, heads: int, with_positions: bool) -> Any:
-        key = (dtype, spec.head_dim, spec.rotary_dim, spec.pairing, heads, with_positions)
+        key = (dtype, spec.head_dim, spec.resolved_rotary_dim, spec.pairing, heads, with_positions)
         if key not in self._sessions:
             import onnxruntime as ort
 

@@ -23,7 +23,7 @@ FREQ = frozenset({"inv_freq", "cos_sin", "forward", "backward"})
 _SAME = 1e-4  # a fitted theta or factor within this relative distance of the spec's is not "another value"
 
 
-def _kind(*kinds: str):  # type: ignore[no-untyped-def]
+def _kind(*kinds: str):
     return lambda s: s.vision is None and s.scaling.type in kinds
 
 
@@ -57,7 +57,7 @@ def freq_visible(f: CaseFacts, bug: tuple[np.ndarray, float] | None) -> bool:
     return bool(gain or ((dphi > 8.0 * bound) & (dphi < 6.0)).any() or ((dphi >= 6.0) & (bound < 0.1)).any())
 
 
-def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | None:  # type: ignore[no-untyped-def]
+def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | None:
     """The frequencies a decoy uses on a case (for the exposure rules)."""
     if d is None:
         return None
@@ -83,10 +83,10 @@ class _Shim:
         self.arrays = {"seq_len": np.asarray(f.seq_len)}
 
 
-def _visible_with(make, param: object = None):  # type: ignore[no-untyped-def]
+def _visible_with(make, param: object = None):
     def rule(f: CaseFacts) -> bool:
         try:
-            d = make(_Shim(f), param)  # type: ignore[arg-type]
+            d = make(_Shim(f), param)
             return freq_visible(f, _decoy_freqs(f, d))
         except (ValueError, TypeError, ZeroDivisionError, OverflowError):
             return False
@@ -97,15 +97,15 @@ def _visible_with(make, param: object = None):  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------------- decoy makers
 
 
-def _inv_round(dtype: str):  # type: ignore[no-untyped-def]
+def _inv_round(dtype: str):
     short = {"bfloat16": "bf16", "float16": "fp16"}[dtype]
     return lambda c, _: Decoy(f"inv_freq:{short}", f"inv_freq rounded to {dtype}", round_freqs=dtype)
 
 
-def _denom(which: str):  # type: ignore[no-untyped-def]
+def _denom(which: str):
     def make(case: GoldenCase, _: object) -> Decoy | None:
         spec = case.spec
-        target = spec.head_dim if which == "head-dim" else spec.rotary_dim
+        target = spec.head_dim if which == "head-dim" else spec.resolved_rotary_dim
         if spec.vision is not None or target == spec.freq_dim or spec.scaling.type == "proportional":
             return None
         try:
@@ -200,7 +200,7 @@ def _dynamic(case: GoldenCase, length: object) -> Decoy | None:
                  param=L, seq_len=lambda s, L=L: L)
 
 
-def _longrope(which: str):  # type: ignore[no-untyped-def]
+def _longrope(which: str):
     def make(case: GoldenCase, _: object) -> Decoy | None:
         l0 = int(case.spec.scaling.original_max_position_embeddings)  # type: ignore[arg-type]
         seq = protocol_seq_len(case)
@@ -277,7 +277,7 @@ def _smooth(case: GoldenCase, inverted: object) -> Decoy:
 def _prop_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     w, _s = inv_freq(case.spec, 1)
     k = int(np.count_nonzero(w))
-    d = case.spec.freq_dim
+    d = case.spec.resolved_freq_dim
     return [x for x in dict.fromkeys([2 * k, k, d // 2, 2 * k + 2, 2 * k - 2, 2 * k + 1]) if x >= 2 and x != d]
 
 

@@ -49,7 +49,7 @@ def _reversed(case: GoldenCase, _: object) -> Decoy:
 
 def _wrong_end(case: GoldenCase, _: object) -> Decoy | None:
     spec = case.spec
-    r, d = spec.rotary_dim, spec.head_dim
+    r, d = spec.resolved_rotary_dim, spec.head_dim
     if r >= d:  # type: ignore[operator]
         return None
     start = d - r if spec.rotary_start == 0 else 0  # type: ignore[operator]

@@ -17,7 +17,7 @@ POS = frozenset({"cos_sin", "forward", "backward"})
 TENSOR = frozenset({"forward", "backward"})
 
 
-def _plain(spec) -> bool:  # type: ignore[no-untyped-def]
+def _plain(spec) -> bool:
     return spec.n_axes == 1
 
 
@@ -49,7 +49,7 @@ def _shift(case: GoldenCase, k: object) -> Decoy | None:
     return Decoy("positions:shifted", words, param=k, rows=lambda r: r + k)
 
 
-def _rounded(dtype: str, limit: int):  # type: ignore[no-untyped-def]
+def _rounded(dtype: str, limit: int):
     """Positions rounded to ``dtype``: directly (param None), or built in that dtype's arithmetic as
     ``arange(T, dtype) + offset`` (param "offset+index": the row's first position and the index
     are each rounded, then their sum; PyTorch converts the scalar offset to the tensor dtype first)."""
@@ -67,7 +67,7 @@ def _rounded(dtype: str, limit: int):  # type: ignore[no-untyped-def]
     return make
 
 
-def _row_starts(case: GoldenCase):  # type: ignore[no-untyped-def]
+def _row_starts(case: GoldenCase):
     """``rows -> starts`` (same shape): each token's row start (bshd) or packed-sequence start."""
     if _packed(case):
         cu = _cu(case)

@@ -114,7 +114,7 @@ def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved) -> _Fr
         # a bug in the blend (ramp over 2j, a range from another length, ...) moves the blended
         # pairs: allow the case's worst conditioning (x4: the ramp may be twice as steep) on every
         # pair the buggy formula blends, as an engine computing that formula carries it
-        w0 = base_inv_freq(spec.theta, int(spec.freq_dim), len(w))  # type: ignore[arg-type]
+        w0 = base_inv_freq(spec.theta, int(spec.resolved_freq_dim), len(w))
         with np.errstate(divide="ignore", invalid="ignore"):
             g = np.where(w0 > 0, w / w0, 1.0)
         f = float(spec.scaling.factor)  # type: ignore[arg-type]

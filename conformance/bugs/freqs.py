@@ -55,7 +55,7 @@ def scaling_twice(spec: RopeSpec, seq_len: int) -> Freqs:
 
 def _llama3_parts(spec: RopeSpec) -> tuple[np.ndarray, float, float, float, float]:
     sc = spec.scaling
-    w = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
+    w = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
     return w, float(sc.factor), float(sc.low_freq_factor), float(sc.high_freq_factor), float(sc.original_max_position_embeddings)
 
 
@@ -96,7 +96,7 @@ def yarn_ramp(spec: RopeSpec, seq_len: int, *, index_scale: float = 1.0, inverte
     ``arange(0, d, 2)``), or with the blend weights ``inverted`` (pairs past ``high`` kept,
     high-frequency pairs divided by the factor)."""
     w_ref, s = inv_freq(spec, seq_len)
-    w = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
+    w = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
     low, high = yarn_correction_range(spec)
     ramp = np.clip((index_scale * np.arange(spec.n_pairs, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
     if inverted:
