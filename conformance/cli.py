@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 from types import ModuleType
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from .exit_codes import ExitCode
 
@@ -33,7 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: exit 2 with one line
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with one line
         self.print_usage(sys.stderr)
         print(f"roperef: error: {message}", file=sys.stderr)
         raise SystemExit(2)

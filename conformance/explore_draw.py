@@ -284,7 +284,8 @@ def build_case(draw: Draw, suffix: str = "", *, expected: bool = True) -> Golden
 
     if not expected:
         fast = _Zeros()  # type: ignore[assignment]
-    spec, a = draw.spec, {}
+    spec = draw.spec
+    a: dict[str, np.ndarray | None] = {}
     if draw.stage == "inv_freq":
         freqs, s = ref_inv_freq(spec, draw.seq_len)
         a.update(seq_len=np.asarray(draw.seq_len, dtype=np.int64), inv_freq=np.asarray(freqs, dtype=np.float64),

@@ -213,7 +213,7 @@ def _ratio_words(ratio: float) -> str:
 
 
 def _freq_words(ratio: Arr, ok: Arr, sig_rel: Arr) -> list[str]:
-    words = []
+    words: list[str] = []
     bad = ok & (np.abs(ratio - 1.0) > np.maximum(8.0 * sig_rel, 1e-6))
     if not bad.any():
         return words

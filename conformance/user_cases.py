@@ -173,12 +173,12 @@ def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str) -> dict[str, np.
             if key not in known:
                 raise UserCaseError(f"{path}: arrays.npz holds {key!r}, not an array of stage {stage} ({rule})")
             out[key] = arr
-    for file in sorted(folder.glob("*.npy")):
-        if file.stem not in known:
-            raise UserCaseError(f"{path}: {file.name} is not an array of stage {stage} ({rule}; or list files under \"arrays\")")
-        if file.stem in out:
-            raise UserCaseError(f"{path}: {file.stem} is both {file.name} and a key of arrays.npz")
-        out[file.stem] = _load_npy(file, path, file.stem)
+    for npy in sorted(folder.glob("*.npy")):
+        if npy.stem not in known:
+            raise UserCaseError(f"{path}: {npy.name} is not an array of stage {stage} ({rule}; or list files under \"arrays\")")
+        if npy.stem in out:
+            raise UserCaseError(f"{path}: {npy.stem} is both {npy.name} and a key of arrays.npz")
+        out[npy.stem] = _load_npy(npy, path, npy.stem)
     return out
 
 
@@ -336,7 +336,9 @@ def load_user_cases(directory: str | Path) -> UserCaseSet:
     files = sorted(root.rglob(CASE_FILE), key=lambda p: p.as_posix())
     if not files:
         raise UserCaseError(f"--cases {root}: no {CASE_FILE} found (one folder per case, each with {CASE_FILE} and its arrays; docs/user-cases.md)")
-    cases, seen, used = [], {}, []
+    cases: list[GoldenCase] = []
+    seen: dict[str, Path] = {}
+    used = []
     for f in files:
         case = load_user_case(f, root if f.parent != root else root.parent)
         if case.id in seen:

@@ -67,7 +67,8 @@ def _pattern(results: list[Any], by_id: dict[str, GoldenCase]) -> list[str]:
 
 
 def _band(fails: list[Any]) -> str | None:
-    bad, good = [], []
+    bad: list[float] = []
+    good: list[float] = []
     for r in fails:
         prof = (r.diagnosis or {}).get("profile")
         if not prof:

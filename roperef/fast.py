@@ -184,7 +184,7 @@ def apply(
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
     idx = np.arange(c2.shape[0], dtype=np.int64)
-    apply_kernel(
+    apply_kernel(  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), _streams(y)
     )
     return y
@@ -225,13 +225,13 @@ def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, bac
     sign = -1.0 if backward else 1.0
     shared = _shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
     if shared is None:  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
-        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y, spec.n_pairs))
+        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         return y
     distinct, index = shared  # cos/sin once per distinct position, then a streaming pass
     cos = np.empty((distinct.shape[1], spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
     tables_kernel(distinct, freqs, pair_axes(spec), s, sign, cos, sin, _n_blocks())
-    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y))
+    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
     return y
 
 

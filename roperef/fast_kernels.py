@@ -96,11 +96,11 @@ def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefet
     for j in range(n):
         line_end = line + (line_q + (1 if j < line_r else 0)) * step
         while line < line_end:
-            prefetch(xf, line)
+            prefetch(xf, line)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
             line += step
         src_end = src + (chunk_q + (1 if j < chunk_r else 0)) * w
         while src < src_end:
-            stream16(bf, src, of, dst)
+            stream16(bf, src, of, dst)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
             src += w
             dst += w
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
@@ -195,7 +195,7 @@ def _stream_token(bf, of, t):
     m = bf.size
     base = t * m
     for i in range(0, m, 16 // bf.itemsize):
-        stream16(bf, i, of, base + i)
+        stream16(bf, i, of, base + i)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
 
 
 @njit(parallel=True, cache=True)
@@ -241,7 +241,7 @@ def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k
             elif stream:
                 _stream_token(bf, of, t)
         if stream:
-            store_fence()
+            store_fence()  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
 
 
 @njit(parallel=True, cache=True)
@@ -264,4 +264,4 @@ def apply_kernel(x, cos, sin, idx, in_a, in_b, out_a, out_b, k_in, k_out, keep, 
             if stream:
                 _stream_token(bf, of, t)
         if stream:
-            store_fence()
+            store_fence()  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code

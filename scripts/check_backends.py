@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     for name in names:
         xfail = xfail_file(name)
-        runs = [(args.report_dir / f"{name}.json", [], name)]
+        runs: list[tuple[Path, list[str], str]] = [(args.report_dir / f"{name}.json", [], name)]
         runs += [(args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}")
                  for d in EXTRA_CASES.get(name, ())]
         for report, extra, label in runs:
