@@ -223,11 +223,11 @@ def _longrope(spec: RopeSpec, length: int) -> Formula:
     """LongRoPE: ``ext = long if seq_len > L0 else short``; ``w_i = 1/(ext_i*theta^(2i/d))``;
     ``s`` = attention_factor, else 1 when ``f <= 1``, else ``sqrt(1 + ln f / ln L0)``."""
     sc = spec.scaling
-    ext = sc.long_factor if length == 1 else sc.short_factor
+    ext = sc.given_factors("long_factor") if length == 1 else sc.given_factors("short_factor")
 
     def f(e: Exact) -> list[Any]:
         ln_t = e.ln(spec.theta)
-        out = [_base(e, ln_t, spec.resolved_freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]  # type: ignore[index,arg-type]
+        out = [_base(e, ln_t, spec.resolved_freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]
         fac = _longrope_factor(sc)
         if sc.attention_factor is not None:
             s: Any = sc.attention_factor

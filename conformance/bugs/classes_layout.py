@@ -50,9 +50,9 @@ def _reversed(case: GoldenCase, _: object) -> Decoy:
 def _wrong_end(case: GoldenCase, _: object) -> Decoy | None:
     spec = case.spec
     r, d = spec.resolved_rotary_dim, spec.head_dim
-    if r >= d:  # type: ignore[operator]
+    if r >= d:
         return None
-    start = d - r if spec.rotary_start == 0 else 0  # type: ignore[operator]
+    start = d - r if spec.rotary_start == 0 else 0
     return Decoy("window:wrong-end", f"rotary window at the wrong end (channels [{start}, {start + r}) rotated instead of "
                  f"[{spec.rotary_start}, {spec.rotary_start + r}))", spec=spec.replace(rotary_start=start))
 
