@@ -10,7 +10,7 @@ Measured in one run, in this process:
    does), likewise.
 
 The frequency share is measured by timing every call of the exact evaluation
-(``roperef.frequencies._exact_values``, the cached function; a cache hit costs ~1 us).
+(``roperef.frequencies.exact_values``, the cached function; a cache hit costs ~1 us).
 Usage: ``python benchmarks/bench_frequencies.py``. A report, never an assertion.
 """
 
@@ -27,7 +27,7 @@ class _Timed:
     def __init__(self) -> None:
         self.seconds = 0.0
         self.misses = 0
-        self._inner = frequencies._exact_values
+        self._inner = frequencies.exact_values
 
     def __call__(self, spec, length):  # type: ignore[no-untyped-def]
         before = self._inner.cache_info().misses
@@ -45,7 +45,7 @@ def main() -> None:
 
     recipes = catalogue("smoke")
     keys = sorted({(r.spec, r.seq_len) for r in recipes}, key=repr)
-    frequencies._exact_values.cache_clear()
+    frequencies.exact_values.cache_clear()
     t = time.perf_counter()
     for spec, seq_len in keys:
         frequencies.inv_freq(spec, seq_len)
@@ -54,7 +54,7 @@ def main() -> None:
           f"({cold / len(keys) * 1e3:.2f} ms each)")
 
     timed = _Timed()
-    frequencies._exact_values = timed  # type: ignore[assignment]
+    frequencies.exact_values = timed  # type: ignore[assignment]
     try:
         for r in recipes[:3]:
             materialize(r)  # compile the Numba kernels outside the timed part
@@ -81,7 +81,7 @@ def main() -> None:
         print(f"3. judge {len(golden.cases)} golden cases (numba backend): {total:.2f} s, of which exact "
               f"frequencies {timed.seconds:.2f} s ({timed.misses} evaluations, {100 * timed.seconds / total:.0f}%)")
     finally:
-        frequencies._exact_values = timed._inner  # type: ignore[assignment]
+        frequencies.exact_values = timed._inner  # type: ignore[assignment]
 
 
 if __name__ == "__main__":

@@ -16,6 +16,12 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
+from .backends.resolve import resolve_backend
+from .case_source import load_cases, user_case_source
+from .failure_text import failure_text
+from .runner import RunOptions, run_cases
+from .xfail import load_xfail
+
 __all__ = ["assert_rope_conforms"]
 
 
@@ -36,16 +42,10 @@ def assert_rope_conforms(
     select among them) or a sequence of :class:`~conformance.case.GoldenCase`; default: the
     golden set (``golden``, ``tier``)."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
-    from .backends.resolve import resolve_backend
-    from .cli_check import load_cases
-    from .runner import RunOptions, run_cases
-    from .xfail import load_xfail
 
     obj = resolve_backend(backend)
     filters = [filter] if isinstance(filter, str) else list(filter or [])
     if isinstance(cases, (str, os.PathLike)):
-        from .cli_check import user_case_source
-
         selected = user_case_source(os.fspath(cases), filters, dtypes).cases
     elif cases is not None:
         selected = list(cases)
@@ -55,8 +55,6 @@ def assert_rope_conforms(
     report = run_cases(obj, selected, options)
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]
     if bad:
-        from .failure_text import failure_text
-
         lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
         lines += [f"note: {note}" for note in report.notes]
         lines += [failure_text(r) for r in bad]

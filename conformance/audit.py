@@ -10,8 +10,8 @@ channels must be copied bit-exactly.
 
 Errors are reported in two units:
 
-- ``ulp``: ``|stored - exact| / ulp(exact)`` (``ulp`` = the float64 spacing at ``|exact|``);
-  large where the output itself cancels to nearly zero, so it is reported, not asserted;
+- ``ulp``: ``|stored - exact| / ulp(exact)`` (``ulp`` = the float64 spacing at ``|exact|``: error
+  over spacing, :func:`roperef.ulp.error_in_ulps`, not representable steps); large where the output itself cancels to nearly zero, so it is reported, not asserted;
 - ``bound``: ``|stored - exact| / (u * m)`` with ``u = 2^-53`` and ``m`` the pair magnitude
   ``s (|x_a| + |x_b|)`` (apply: ``|x_a||c| + |x_b||s|`` for ``y_a``, ``|x_b||c| + |x_a||s|`` for
   ``y_b``; tables: ``s``; inv_freq: ``|exact|``).
@@ -21,7 +21,7 @@ Errors are reported in two units:
 The inverse frequencies and attention factor of the ``freq`` family are audited against the
 docs/spec.md section-3 formulas evaluated independently in mpmath
 (:func:`conformance.exact_model.mp_inv_freq`, branch decisions on the exact values): they are
-correctly rounded, so their error is at most 0.5 ulp.
+correctly rounded, so their error is at most 0.5 ulp (error over spacing).
 
 Sampling is deterministic: ``samples`` elements drawn with a generator seeded by the
 case id, plus every channel of the first head of the token with the largest ``|position|``.
@@ -39,6 +39,7 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec
+from roperef.ulp import error_in_ulps
 
 from .case import GoldenCase
 from .exact_model import mp_inv_freq
@@ -72,8 +73,8 @@ class AuditResult:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _context():
-    import mpmath
+def _context():  # type: ignore[no-untyped-def]
+    import mpmath  # lazy: the audit alone needs mpmath (50-digit arithmetic)
 
     ctx = mpmath.MPContext()
     ctx.dps = 50
@@ -81,9 +82,8 @@ def _context():
 
 
 def _ulps(err: float, exact: float) -> float:
-    if err == 0.0:
-        return 0.0
-    return err / float(np.spacing(abs(exact)))
+    """The error ``err`` (computed in mpmath) in ulp of ``exact``: error over spacing (:mod:`roperef.ulp`)."""
+    return float(error_in_ulps(err, exact))
 
 
 def _rows(spec: RopeSpec, positions: np.ndarray) -> np.ndarray:

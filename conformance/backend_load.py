@@ -16,6 +16,8 @@ from typing import Any
 
 from .backends.resolve import BackendError, resolve_backend
 from .interrupt import StopFlag, sigint_sets
+from .isolate import WorkerStartError, load_isolated
+from .stage_call import Interrupted
 
 __all__ = ["load_in_process", "load_isolated_backend"]
 
@@ -36,9 +38,6 @@ def load_in_process(selector: str, stop: StopFlag) -> Any:
 
 def load_isolated_backend(selector: str, timeout: float | None, stop: StopFlag) -> Any:
     """An :class:`~conformance.isolate.IsolatedBackend` loaded in a worker process; BackendError if it cannot be."""
-    from .isolate import WorkerStartError, load_isolated
-    from .stage_call import Interrupted
-
     try:
         with sigint_sets(stop):
             return load_isolated(selector, timeout, stop)

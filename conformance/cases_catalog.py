@@ -1,4 +1,4 @@
-"""The catalogue tables: one function per family, each a list of :class:`~conformance.cases.CaseRecipe`.
+"""The catalogue tables: one function per family, each a list of :class:`~conformance.case.CaseRecipe`.
 
 Smoke tier (checked in under ``golden/``): every family, every scaling type, every pairing
 and every dtype, small shapes (D <= 128 except real model head dims, 2 heads, 16 tokens).
@@ -19,15 +19,16 @@ from itertools import product
 from pathlib import Path
 from typing import Iterator
 
-from roperef.spec import RopeSpec, Scaling
+from roperef.frequencies import base_inv_freq
+from roperef.hf import model_rope
+from roperef.spec import SCALING_TYPES, RopeSpec, Scaling
 
-from .case import DTYPES
-from .cases import CaseRecipe, recipe_seed, shape_tag
+from .case import CaseRecipe, recipe_seed, shape_tag
 from .cases_positions import PLAIN_REGIMES, REGIME_FLAGS
+from .vocabulary import DTYPES
 
-__all__ = ["all_recipes", "scaling_spec", "presets_dir", "SCALING_VARIANTS"]
+__all__ = ["all_recipes", "scaling_spec", "presets_dir"]
 
-SCALING_VARIANTS = ("default", "linear", "dynamic", "ntk", "yarn", "longrope", "llama3", "proportional")
 _PAIRINGS = ("half", "adjacent")
 
 
@@ -149,8 +150,6 @@ def _freq() -> Iterator[CaseRecipe]:
     yield _recipe(f, "llama3", scaling_spec("llama3", 128), "float64", "smoke", "inv_freq", (), "", seq_len=4096)
     # band edges: L0 chosen so that pair k's wavelength sits at L0/a (resp. L0/b) up to rounding
     base = RopeSpec(128, theta=500000.0)
-    from roperef.frequencies import base_inv_freq
-
     lam = 2.0 * math.pi / base_inv_freq(500000.0, 128, 64)
     for k, which in ((40, "low"), (24, "high")):
         a, b = 1.0, 4.0
@@ -177,7 +176,7 @@ def _table() -> Iterator[CaseRecipe]:
     mrope = RopeSpec(128, theta=1e6, mrope_section=(16, 24, 24))
     yield _recipe(f, "mrope-chunked", mrope, "float64", "smoke", "cos_sin", (2, 16), "text-image")
     yield _recipe(f, "pixtral", RopeSpec(64, vision="pixtral"), "float64", "smoke", "cos_sin", (1, 16), "grid")
-    for kind in SCALING_VARIANTS:
+    for kind in SCALING_TYPES:
         yield _recipe(f, kind, scaling_spec(kind, 128), "float64", "full", "cos_sin", (2, 64), "long-odd")
 
 
@@ -200,10 +199,10 @@ def _apply() -> Iterator[CaseRecipe]:
 def _forward() -> Iterator[CaseRecipe]:
     """Every scaling type x both pairings x four dtypes; the position regimes rotate over the grid."""
     f = "forward"
-    for si, (kind, pi, di) in enumerate(product(SCALING_VARIANTS, range(2), range(4))):
+    for si, (kind, pi, di) in enumerate(product(SCALING_TYPES, range(2), range(4))):
         pairing, dtype = _PAIRINGS[pi], DTYPES[di]
         # (scaling, pairing, dtype) -> regime: every scaling and every dtype meets every regime
-        regime = PLAIN_REGIMES[(SCALING_VARIANTS.index(kind) + pi + 2 * di) % len(PLAIN_REGIMES)]
+        regime = PLAIN_REGIMES[(SCALING_TYPES.index(kind) + pi + 2 * di) % len(PLAIN_REGIMES)]
         spec = scaling_spec(kind, 64, pairing)
         extra = ("attention-factor",) if kind in ("yarn", "longrope") else ()
         yield _recipe(f, kind, spec, dtype, "smoke", "forward", _plain_shape(regime, 2, 16, 2, 64), regime, extra)
@@ -278,7 +277,7 @@ def _backward() -> Iterator[CaseRecipe]:
     qwen3 = RopeSpec(128, theta=5e6, mrope_section=(24, 20, 20), mrope_layout="interleaved")
     yield _recipe(f, "mrope-interleaved", qwen3, "float32", "smoke", "backward", (2, 16, 2, 128), "text-image")
     yield _recipe(f, "pixtral", RopeSpec(64, vision="pixtral"), "float64", "smoke", "backward", (1, 16, 2, 64), "grid")
-    for kind, pairing, dtype in product(SCALING_VARIANTS, _PAIRINGS, DTYPES):
+    for kind, pairing, dtype in product(SCALING_TYPES, _PAIRINGS, DTYPES):
         yield _recipe(f, kind, scaling_spec(kind, 128, pairing), dtype, "full", "backward", (2, 32, 4, 128), "long-odd")
 
 
@@ -305,8 +304,6 @@ def _model(directory: str | None) -> Iterator[CaseRecipe]:
         warnings.warn(f"model presets not found in {folder} (set ROPEREF_PRESETS): the model family is empty",
                       stacklevel=3)
         return
-    from roperef.hf import model_rope
-
     for path in files:
         resolved = model_rope(json.loads(path.read_text()))  # a model without RoPE has no spec: no case
         specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)

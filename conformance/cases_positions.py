@@ -46,7 +46,7 @@ PLAIN_REGIMES = ("short", "long-odd", "near-2p31", "offsets", "decode", "varlen"
 MROPE_REGIMES = ("text-image", "text-only", "long-odd")
 VISION_REGIMES = ("grid", "long-odd")
 
-#: flags each regime adds to a case (the vocabulary is documented in conformance/cases.py)
+#: flags each regime adds to a case (the vocabulary: conformance.vocabulary.FLAGS)
 REGIME_FLAGS: dict[str, tuple[str, ...]] = {
     "short": ("odd-position", "offset", "boundary"),
     "long-odd": ("odd-position", "long-position"),

@@ -13,6 +13,7 @@ from .case import GoldenCase
 from .coverage import coverage
 from .generated import Plan, materialize_all, plan_cases
 from .runner import RunReport
+from .selection import select
 from .verdict import run_verdict
 
 __all__ = ["with_generated", "attach_sections"]
@@ -22,8 +23,6 @@ def with_generated(cases: Sequence[GoldenCase], backend: Any, filters: Sequence[
     """``cases`` plus the selected generated cases of ``backend``: ``(cases, n_generated, plan)``.
 
     ValueError when nothing at all is selected."""
-    from .cases import select
-
     plan = plan_cases(backend)
     have = {c.id for c in cases}
     chosen = [g for g in plan.cases if g.id not in have]

@@ -14,28 +14,31 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-from .case import DTYPES, TIERS, GoldenCase
-from .exit_codes import ExitCode
-from .stage_call import DEFAULT_TIMEOUT_S
+from . import report as rep
+from .atomic_files import NotARegularFile, require_writable_target
+from .backend_load import load_in_process, load_isolated_backend
+from .backends.resolve import ENV_VAR, BackendError
+from .case import GoldenCase
+from .case_source import CaseSource, load_cases, user_case_source
+from .check_sources import attach_sections, with_generated
 from .cli_check_modes import add_mode_arguments, parse_mode
+from .exchange import ExchangeError, OutputsBackend
+from .exit_codes import ExitCode
+from .interrupt import StopFlag, sigint_sets
+from .report_sections import coverage_line, write_verdict_png
+from .run_verdict import exit_code_for, nothing_judged_line
+from . import runner  # runner.run_cases called through the module: tests wrap it to see the options
+from .runner import RunOptions, effective_jobs
+from .stage_call import DEFAULT_TIMEOUT_S
+from .tolerance import default_profile_name, get_profile
+from .usage_error import UsageError
+from .vocabulary import DTYPES, TIERS
+from .xfail import load_xfail
 
-__all__ = ["add_parser", "run", "add_check_arguments", "load_cases", "user_case_source", "CaseSource", "UsageError"]
-
-
-class UsageError(ValueError):
-    """Bad command-line input: printed as one line, exit 2."""
-
-
-@dataclass
-class CaseSource:
-    """The selected cases and where they came from (for reports)."""
-
-    cases: list[GoldenCase]
-    info: dict[str, Any]
+__all__ = ["add_parser", "run", "add_check_arguments", "Progress"]
 
 
 def add_check_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,86 +74,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_check_arguments(p)
     return p
-
-
-# ----------------------------------------------------------------------------- cases
-
-
-def _select(cases: list[GoldenCase], filters: Sequence[str], dtypes: Sequence[str]) -> list[GoldenCase]:
-    from .cases import select
-
-    if filters:
-        cases = select(cases, ",".join(filters))
-    if dtypes:
-        cases = [c for c in cases if c.dtype in dtypes]
-    return cases
-
-
-def _golden_origin(golden: str | None) -> tuple[str | None, str | None]:
-    """The golden directory the user named (``--golden``, else ``ROPEREF_GOLDEN``) and which one named it."""
-    if golden:
-        return golden, "--golden"
-    env = os.environ.get("ROPEREF_GOLDEN")
-    return (env, "ROPEREF_GOLDEN") if env else (None, None)
-
-
-def load_cases(golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = (), *,
-               allow_empty: bool = False) -> CaseSource:
-    """The golden cases to judge: from the golden directory, or (``--tier full`` without a full
-    golden directory, or no golden directory at all) materialized in memory from the catalogue,
-    which ``info["source"]`` says in words. A golden directory named by ``--golden`` or
-    ``ROPEREF_GOLDEN`` must hold a golden set (UsageError otherwise: never a silent substitute)."""
-    from .golden import MANIFEST, GoldenError, default_golden_dir, load_golden
-
-    named, origin = _golden_origin(golden)
-    directory = Path(named) if named else default_golden_dir()
-    info: dict[str, Any] = {"directory": str(directory), "tier": tier}
-    if named and not os.path.lexists(directory / MANIFEST):
-        problem = "does not exist" if not directory.exists() else f"holds no {MANIFEST}"
-        raise UsageError(f"{origin} {directory}: {problem} (no golden set there; make one with "
-                         f"`roperef golden generate --out {directory}`)")
-    loaded = None
-    if os.path.lexists(directory / MANIFEST):
-        try:
-            loaded = load_golden(directory)
-        except GoldenError as exc:
-            raise UsageError(f"golden set: {exc}") from None
-    if loaded is not None and (tier == "smoke" or loaded.manifest.get("tier") == "full"):
-        info.update(set_hash=loaded.set_hash, tier=loaded.manifest.get("tier", tier), generator=loaded.manifest.get("generator_version"),
-                    source=f"golden directory {directory}")
-        cases = [c for c in loaded.cases if tier == "full" or c.tier == "smoke"]
-    else:
-        from roperef import __version__
-
-        from .cases import catalogue, materialize
-
-        recipes = catalogue(tier)
-        if filters:
-            from .cases import select
-
-            recipes = select(recipes, ",".join(filters))
-        cases = [materialize(r, check_fast=False) for r in recipes]
-        why = (f"the golden set at {directory} is not the full tier" if loaded is not None else
-               f"no golden set found at {directory}; pass --golden DIR or set ROPEREF_GOLDEN")
-        info.update(directory=None, set_hash=None,
-                    source=f"cases computed in memory by roperef {__version__} from the {tier} catalogue ({why})")
-    selected = _select(cases, filters, dtypes)
-    if not selected and not allow_empty:
-        what = " and ".join(x for x in (f"--filter {','.join(filters)}" if filters else "", f"--dtype {','.join(dtypes)}" if dtypes else "") if x)
-        raise UsageError(f"no case matches {what or 'the selection'} ({len(cases)} cases in the {tier} tier)")
-    info["selected"] = len(selected)
-    return CaseSource(selected, info)
-
-
-def user_case_source(directory: str, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> CaseSource:
-    """``--cases DIR``: the user's own cases (:mod:`conformance.user_cases`), selected like golden ones."""
-    from .user_cases import UserCaseError, select_user_cases
-
-    try:
-        found = select_user_cases(directory, filters, dtypes)
-    except UserCaseError as exc:
-        raise UsageError(str(exc)) from None
-    return CaseSource(found.cases, found.info)
 
 
 # ----------------------------------------------------------------------------- progress
@@ -211,8 +134,6 @@ def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    from .atomic_files import NotARegularFile, require_writable_target
-
     if args.jobs < 1:
         raise UsageError(f"--jobs={args.jobs}: must be >= 1")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
@@ -252,16 +173,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: bool) -> tuple[Any, str | None, str]:
     """(backend, selector for workers, label for reports and repro commands)."""
-    from .backends.resolve import ENV_VAR, BackendError
-
     if args.outputs:
-        from .exchange import OutputsBackend, ExchangeError
-
         try:
             return OutputsBackend.open(args.outputs), None, f"outputs:{args.outputs}"
         except ExchangeError as exc:
             raise UsageError(str(exc)) from None
-    from .backend_load import load_in_process, load_isolated_backend
 
     selector = args.backend or os.environ.get(ENV_VAR) or "numba"
     try:
@@ -273,15 +189,6 @@ def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: 
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import report as rep
-    from .interrupt import StopFlag, sigint_sets
-    from .check_sources import attach_sections
-    from .report_sections import coverage_line
-    from .run_verdict import exit_code_for, nothing_judged_line
-    from .runner import RunOptions, effective_jobs, run_cases
-    from .tolerance import default_profile_name, get_profile
-    from .xfail import load_xfail
-
     _check_args(args)
     try:
         mode = parse_mode(args)  # --explore / --long-context (validated before any backend is loaded)
@@ -325,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
     bar = Progress(len(source.cases))
     try:
         with sigint_sets(stop):
-            report = run_cases(backend, source.cases, options, progress=bar, selector=selector)
+            report = runner.run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
     attach_sections(report, source.cases, backend, plan)
@@ -333,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
         for r in problems:
-            print(rep._failure_line(r))
+            print(rep.failure_line(r))
         if report.coverage:
             print(coverage_line(report.coverage))
         if report.verdict:
@@ -354,8 +261,6 @@ def _run(args: argparse.Namespace) -> int:
 def _goldens_and_generated(args: argparse.Namespace, backend: Any, filters: list[str]) -> CaseSource:
     """The goldens selected plus the cases generated for the backend's interface (``--goldens-only`` /
     ``--generated-only`` keep one source); ``info["_plan"]`` carries the generation plan for the coverage."""
-    from .check_sources import with_generated
-
     try:
         if args.generated_only:
             source = CaseSource([], {"tier": args.tier, "directory": None, "selected": 0})
@@ -373,9 +278,6 @@ def _goldens_and_generated(args: argparse.Namespace, backend: Any, filters: list
 
 def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
     """--json, --junit, --markdown, --plot (an unwritable path is a usage error)."""
-    from . import report as rep
-    from .report_sections import write_verdict_png
-
     command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
     try:
         if args.json:

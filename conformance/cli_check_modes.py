@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import shlex
 import sys
 from dataclasses import dataclass
@@ -26,9 +27,29 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from roperef.errors import bad
+from roperef.hf import spec_from_config
+from roperef.spec import RopeSpec
 
+from . import report as rep
+from .cases_catalog import presets_dir
 from .exit_codes import ExitCode
+from .explore import MAX_COUNT, MAX_SEED, ExploreConfig, save_cases
+from .explore import explore as run_explore
+from .explore_specs import Interface
+from .golden import MANIFEST, GoldenError, load_golden
+from .long_context import (
+    DEFAULT_CHUNK,
+    DEFAULT_DTYPES,
+    DEFAULT_HEADS,
+    MAX_CHUNK,
+    LongContextPlan,
+    default_spec,
+    row_id,
+    rows,
+    run_long_context,
+)
 from .runner import FAILING, RunOptions, RunReport
+from .selection import select
 
 __all__ = ["add_mode_arguments", "parse_mode", "ExploreMode", "LongContextMode", "exit_code"]
 
@@ -72,8 +93,6 @@ def _refuse(args: argparse.Namespace, mode: str, flags: dict[str, bool]) -> None
 
 
 def _golden_dir_ok(path: str) -> None:
-    from .golden import MANIFEST, GoldenError, load_golden
-
     d = Path(path)
     if d.exists() and not d.is_dir():
         bad("--save-failures", path, "exists and is not a directory")
@@ -88,11 +107,6 @@ def _golden_dir_ok(path: str) -> None:
 
 def _load_spec(text: str) -> Any:
     """A RopeSpec from a preset name, a HF config.json, or a RopeSpec JSON (``roperef spec`` output)."""
-    from roperef.hf import spec_from_config
-    from roperef.spec import RopeSpec
-
-    from .cases_catalog import presets_dir
-
     path = Path(text)
     if not path.is_file():
         preset = presets_dir() / f"{text}.json"
@@ -114,8 +128,6 @@ def _load_spec(text: str) -> Any:
 
 def parse_mode(args: argparse.Namespace) -> "ExploreMode | LongContextMode | None":
     """The mode the flags ask for (None: the golden run), validated; ValueError on bad input."""
-    from .explore import MAX_COUNT, MAX_SEED
-
     explore, long = args.explore is not None, args.long_context is not None
     if explore and long:
         bad("--explore", args.explore, "cannot be combined with --long-context (run them separately)")
@@ -137,8 +149,6 @@ def parse_mode(args: argparse.Namespace) -> "ExploreMode | LongContextMode | Non
         _refuse(args, "--explore", {**common, "--filter": bool(args.filter)})
         count = _integer("--explore", args.explore, 1, MAX_COUNT)
         if args.seed is None:
-            import secrets
-
             seed, given = secrets.randbelow(2**32), False
         else:
             seed, given = _integer("--seed", args.seed, 0, MAX_SEED), True
@@ -147,7 +157,6 @@ def parse_mode(args: argparse.Namespace) -> "ExploreMode | LongContextMode | Non
         if args.save_failures is not None:
             _golden_dir_ok(args.save_failures)
         return ExploreMode(count, seed, given, args.save_failures, tuple(args.dtype))
-    from .long_context import DEFAULT_CHUNK, DEFAULT_DTYPES, DEFAULT_HEADS, MAX_CHUNK, LongContextPlan, default_spec
 
     _refuse(args, "--long-context", {**common, "--isolate": args.isolate, "--timeout": args.timeout is not None})
     items = [t.strip() for t in str(args.long_context).split(",")]
@@ -217,9 +226,6 @@ class ExploreMode:
         """Draw, judge and shrink; print the report and the minimal failing cases; save them with
         ``--save-failures``. Returns (report, case-source object for --json, exit code)."""
         out, err = out or sys.stdout, err or sys.stderr
-        from . import report as rep
-        from .explore import ExploreConfig, explore, save_cases
-        from .explore_specs import Interface
 
         iface = Interface.of(backend, self.dtypes)
         library = getattr(backend, "library_reason", None)
@@ -231,7 +237,7 @@ class ExploreMode:
         base = _base_command(args, label)
         bar = progress(self.count) if progress else None
         try:
-            outcome = explore(backend, ExploreConfig(self.count, self.seed, self.dtypes), options, selector=selector,
+            outcome = run_explore(backend, ExploreConfig(self.count, self.seed, self.dtypes), options, selector=selector,
                               repro=lambda s: shlex.join([*base, "--explore", "1", "--seed", str(s)]), progress=bar)
         finally:
             if bar is not None:
@@ -254,7 +260,7 @@ class ExploreMode:
         if args.quiet:
             for r in outcome.report.results:
                 if r.status in FAILING:
-                    out.write(rep._failure_line(r) + "\n")
+                    out.write(rep.failure_line(r) + "\n")
         else:
             rep.console(outcome.report, out)
         self._findings(outcome, out)
@@ -314,9 +320,6 @@ class LongContextMode:
         """Stream every row (length x stage x dtype, narrowed by ``--filter``) and print the report.
         Returns (report, case-source object for --json, exit code)."""
         out, err = out or sys.stdout, err or sys.stderr
-        from . import report as rep
-        from .cases import select
-        from .long_context import DEFAULT_DTYPES, LongContextPlan, default_spec, row_id, rows, run_long_context
 
         spec = self.spec or default_spec(getattr(backend.capabilities, "pairings", ("half",)))
         plan = LongContextPlan(self.lengths, spec, self.chunk, self.heads, self.dtypes or DEFAULT_DTYPES, seed=self.seed)
@@ -349,7 +352,7 @@ class LongContextMode:
         if args.quiet:
             for r in report.results:
                 if r.status in FAILING:
-                    out.write(rep._failure_line(r) + "\n")
+                    out.write(rep.failure_line(r) + "\n")
             out.write(rep.summary_line(report) + "\n")
         else:
             rep.console(report, out)

@@ -11,7 +11,10 @@ import argparse
 import sys
 from typing import Any
 
-from .case import DTYPES, TIERS
+from .case_source import load_cases
+from .exchange import export_cases
+from .usage_error import UsageError
+from .vocabulary import DTYPES, TIERS
 
 __all__ = ["add_parser", "run"]
 
@@ -28,9 +31,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli_check import UsageError, load_cases
-    from .exchange import export_cases
-
     try:
         source = load_cases(args.golden, args.tier, args.filter, args.dtype)
         out = export_cases(source.cases, args.out, golden={k: source.info.get(k) for k in ("directory", "set_hash", "tier")})

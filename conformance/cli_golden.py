@@ -1,7 +1,7 @@
 """``roperef golden``: generate, verify, list, show and audit golden vectors (and ``export`` if installed).
 
 - ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
-  (reference and Numba twin must agree within 2 ulp) and write it as one transaction (the old
+  (reference and Numba twin must agree within 2 ulp, error over spacing) and write it as one transaction (the old
   set or the new one, whatever happens); refuses to overwrite a different set without
   ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C stops between cases.
 - ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.
@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from .atomic_files import require_writable_target, write_text_atomic
+from .audit import BOUND_UNITS, audit_case
+from .cases import catalogue, materialize
 from .exit_codes import ExitCode
+from .golden import GoldenError, default_golden_dir, load_golden, read_manifest, verify_golden, write_golden_set
+from .interrupt import StopFlag, sigint_sets
+from .selection import select
 
 __all__ = ["add_parser", "run"]
 
@@ -81,10 +87,6 @@ def _progress(done: int, total: int, label: str, start: float) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .cases import catalogue, materialize, select
-    from .golden import default_golden_dir, write_golden_set
-    from .interrupt import StopFlag, sigint_sets
-
     recipes = select(catalogue(args.tier), args.filter)
     if not recipes:
         print(f"roperef golden generate: error: --filter {args.filter!r} matches no case", file=sys.stderr)
@@ -121,8 +123,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .golden import default_golden_dir, verify_golden
-
     folder = Path(args.dir) if args.dir else default_golden_dir()
     if not folder.is_dir():
         print(f"roperef golden verify: error: {folder}: {'is not a directory' if folder.exists() else 'does not exist'} "
@@ -139,8 +139,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .cases import catalogue, select
-
     recipes = select(catalogue(args.tier), args.filter)
     if not recipes:
         print(f"roperef golden list: error: --filter {args.filter!r} matches no case of the {args.tier} tier", file=sys.stderr)
@@ -151,10 +149,7 @@ def _list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _find_case(case_id: str, directory: str | None):
-    from .cases import catalogue, materialize
-    from .golden import GoldenError, default_golden_dir, load_golden, read_manifest
-
+def _find_case(case_id: str, directory: str | None):  # type: ignore[no-untyped-def]
     folder = Path(directory) if directory else default_golden_dir()
     if directory and not (folder / "manifest.json").is_file():
         raise GoldenError(f"--dir {folder}: {'holds no manifest.json' if folder.is_dir() else 'does not exist'} "
@@ -187,11 +182,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from .atomic_files import require_writable_target, write_text_atomic
-    from .audit import BOUND_UNITS, audit_case
-    from .cases import select
-    from .golden import load_golden
-
     if args.json_out:
         require_writable_target(args.json_out)  # a FIFO or a directory: refused before the audit, not after
     golden = load_golden(args.dir)
@@ -231,8 +221,6 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .golden import GoldenError
-
     action = getattr(args, "golden_command", None)
     handlers = {"generate": _generate, "verify": _verify, "list": _list, "show": _show, "audit": _audit}
     if action == "export":

@@ -22,7 +22,10 @@ import json
 import sys
 from typing import Any
 
+from roperef.hf import load_config, model_rope, spec_from_config
+
 from .exit_codes import ExitCode
+from .hf_crosscheck import cross_check, render
 
 __all__ = ["add_parser", "run", "parse_sets"]
 
@@ -102,7 +105,6 @@ def _against(args: argparse.Namespace, config: dict[str, Any], overrides: dict[s
         print(f"roperef spec: error: --against transformers needs torch and transformers installed ({exc})",
               file=sys.stderr)
         return ExitCode.USAGE
-    from .hf_crosscheck import cross_check, render
 
     check = cross_check(config, overrides=overrides)
     print(render(check, args.config))
@@ -115,8 +117,6 @@ def _against(args: argparse.Namespace, config: dict[str, Any], overrides: dict[s
 
 def run(args: argparse.Namespace) -> int:
     """Print the resolved spec(s) / layers / cross-check; see the module docstring for the exit codes."""
-    from roperef.hf import load_config, model_rope, spec_from_config
-
     try:
         overrides = parse_sets(list(getattr(args, "sets", None) or []))
         config = load_config(args.config)

@@ -47,8 +47,12 @@ from roperef.json_input import JSONInputError, load_json_file
 
 from .atomic_files import write_bytes_atomic, write_text_atomic
 from .backends.base import Capabilities
-from .case import DTYPES, STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .case import GoldenCase, numpy_dtype
+from .case_source import CaseSource, load_cases
 from .npy_limits import ArrayFileError, check_npy_file
+from .stage_call import StageError
+from .usage_error import UsageError
+from .vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
 
 __all__ = ["SCHEMA", "ExchangeError", "case_folder", "export_case", "export_cases", "read_output", "OutputsBackend"]
 
@@ -210,8 +214,6 @@ class OutputsBackend:
 
     def case_source(self, golden: str | None, tier: str, filters: Sequence[str], dtypes: Sequence[str]) -> Any:
         """The golden cases of the exported ids (expected values come from the golden set, not the export)."""
-        from .cli_check import CaseSource, UsageError, load_cases
-
         ids = set(self.index["cases"])
         src = load_cases(golden, "full" if tier == "full" else tier, filters, dtypes)
         cases = [c for c in src.cases if c.id in ids]
@@ -232,8 +234,6 @@ class OutputsBackend:
         return True
 
     def call_case(self, case: GoldenCase) -> tuple[Any, list[str]]:
-        from .stage_call import StageError
-
         folder = self.root / self.index["cases"].get(case.id, case_folder(case.id))
         if not folder.is_dir():
             raise StageError(f"case folder {folder} is missing")

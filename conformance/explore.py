@@ -28,8 +28,9 @@ import numpy as np
 
 from .case import GoldenCase
 from .explore_draw import Draw, build_case, declared_reason, draw_case
-from .explore_specs import Interface
 from .explore_shrink import shrink
+from .explore_specs import Interface
+from .golden import MANIFEST, load_golden, write_golden
 from .runner import FAILING, CaseResult, RunOptions, RunReport, open_caller, run_one
 from .tolerance import Profile, default_profile_name, get_profile
 
@@ -234,8 +235,6 @@ def save_cases(cases: Iterable[GoldenCase], directory: str | Path) -> Path:
     """Write ``cases`` into the golden set at ``directory`` (created, or merged into the set already
     there: same ids are replaced). Raises :class:`conformance.golden.GoldenError` for a damaged set
     or a directory holding stray ``.npz`` files."""
-    from .golden import MANIFEST, load_golden, write_golden
-
     directory = Path(directory)
     merged: dict[str, GoldenCase] = {}
     existing = (directory / MANIFEST).is_file()

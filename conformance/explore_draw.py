@@ -27,16 +27,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from roperef import fast
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.positions import POSITION_MAX, POSITION_MIN, grid_2d, mrope_ids
 from roperef.spec import RopeSpec
 
-from .case import GoldenCase, case_features, numpy_dtype
-from .cases import reference_arrays, shape_tag
+from .case import GoldenCase, case_family, case_features, numpy_dtype, shape_tag
+from .cases import reference_arrays
 from .explore_specs import Interface, draw_spec, log_uniform, odd, pick, scaling_switches
 
-__all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_family", "case_id"]
+__all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_id"]
 
 #: relative weight of each stage in a draw (forward-like stages carry most bugs)
 STAGE_WEIGHTS = {"forward": 4.0, "backward": 2.0, "cos_sin": 2.0, "apply": 1.0, "inv_freq": 1.0}
@@ -220,15 +221,6 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
     return Draw(seed, stage, spec, dtype, regime, positions=pos, tensor=x, cu_seqlens=cu)
 
 
-def case_family(stage: str, spec: RopeSpec) -> str:
-    """The report family of an explored case (the golden families of :mod:`conformance.case`)."""
-    if stage == "forward" and spec.mrope_section is not None:
-        return "mrope"
-    if stage == "forward" and spec.vision is not None:
-        return "vision2d"
-    return {"inv_freq": "freq", "cos_sin": "table", "apply": "apply", "forward": "forward", "backward": "backward"}[stage]
-
-
 def _flags(draw: Draw, attention: float) -> tuple[str, ...]:
     spec, out = draw.spec, set()
     if draw.positions is not None and draw.positions.size:
@@ -280,30 +272,26 @@ def case_id(draw: Draw, suffix: str = "") -> str:
 def build_case(draw: Draw, suffix: str = "", *, expected: bool = True) -> GoldenCase:
     """The :class:`GoldenCase` of ``draw``: inputs as drawn, expected values by :mod:`roperef.fast`
     (``expected=False``: zeros in their place, a cheap probe for ``supports()`` and the interface check)."""
-    from roperef import fast
-
-    if not expected:
-        fast = _Zeros()  # type: ignore[assignment]
-    spec = draw.spec
-    a: dict[str, np.ndarray | None] = {}
+    engine: Any = fast if expected else _Zeros()
+    spec, a = draw.spec, {}
     if draw.stage == "inv_freq":
         freqs, s = ref_inv_freq(spec, draw.seq_len)
         a.update(seq_len=np.asarray(draw.seq_len, dtype=np.int64), inv_freq=np.asarray(freqs, dtype=np.float64),
                  attention_factor=np.asarray(s, dtype=np.float64))
     elif draw.stage == "cos_sin":
         a["positions"] = draw.positions
-        a["cos"], a["sin"] = fast.cos_sin(spec, draw.positions)
+        a["cos"], a["sin"] = engine.cos_sin(spec, draw.positions)
     elif draw.stage == "apply":
-        cos, sin = fast.cos_sin(spec, draw.positions)
+        cos, sin = engine.cos_sin(spec, draw.positions)
         cos, sin = _round(cos, draw.dtype), _round(sin, draw.dtype)
-        a.update(x=draw.tensor, cos=cos, sin=sin, y=fast.apply(draw.tensor, cos, sin, spec),
+        a.update(x=draw.tensor, cos=cos, sin=sin, y=engine.apply(draw.tensor, cos, sin, spec),
                  table_positions=draw.positions)
     else:
         key, out = ("x", "y") if draw.stage == "forward" else ("grad", "grad_x")
         a.update({key: draw.tensor, "positions": draw.positions})
         if draw.cu_seqlens is not None:
             a["cu_seqlens"] = draw.cu_seqlens
-        a[out] = getattr(fast, draw.stage)(draw.tensor, draw.positions, spec, cu_seqlens=draw.cu_seqlens)
+        a[out] = getattr(engine, draw.stage)(draw.tensor, draw.positions, spec, cu_seqlens=draw.cu_seqlens)
     if draw.stage != "inv_freq":  # what the expected values were computed with (golden schema 2)
         a.update(reference_arrays(spec, draw.positions))
     s = float(ref_inv_freq(spec, draw.seq_len if draw.stage == "inv_freq" else _seq_len(draw))[1])
@@ -316,8 +304,6 @@ class _Zeros:
 
     @staticmethod
     def cos_sin(spec: RopeSpec, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from roperef import fast
-
         return fast.cos_sin(spec, positions)  # apply's tables are inputs: always real
 
     @staticmethod

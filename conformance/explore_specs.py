@@ -21,7 +21,7 @@ from roperef.errors import bad
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 
 from .backends.base import backend_stages
-from .case import DTYPES, FEATURES, STAGES
+from .vocabulary import DTYPES, FEATURES, STAGES
 
 __all__ = ["Interface", "draw_spec", "scaling_switches", "pick", "log_uniform", "odd"]
 

@@ -30,20 +30,21 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from roperef import fast, reference
 from roperef.frequencies import inv_freq
 from roperef.spec import PAIRINGS, RopeSpec
 
 from .bugs.catalogue import CATALOGUE
 from .bugs.facts import case_facts
 from .bugs.model import BugClass
-from .case import DTYPES, STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .case import GoldenCase, case_family, numpy_dtype, shape_tag
 from .declared import Interface
-from .cases import shape_tag
 from .generated_positions import COVERAGE_REGIMES, REGIMES, Regime
 from .generated_specs import variant_scaling, variant_spec
 from .tolerance import position_rows
+from .vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
 
-__all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases"]
+__all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases", "light_case"]
 
 HEADS = 2
 _SWITCHES = {"longrope": ("below-L0", "at-L0", "past-L0"), "dynamic": ("at-M", "past-M")}
@@ -72,20 +73,6 @@ class Plan:
     declined: dict[str, list[str]] = field(default_factory=dict)  # class -> supports() reasons
 
 
-def _family(stage: str, spec: RopeSpec) -> str:
-    if stage == "inv_freq":
-        return "freq"
-    if stage == "cos_sin":
-        return "table"
-    if stage == "apply":
-        return "apply"
-    if stage == "forward" and spec.mrope_section is not None:
-        return "mrope"
-    if stage == "forward" and spec.vision is not None:
-        return "vision2d"
-    return stage
-
-
 def _fits(spec_kind: str, regime: Regime) -> bool:
     want = {"mrope": "mrope", "vision": "vision"}.get(regime.kind, "plain")
     return spec_kind == want
@@ -104,7 +91,7 @@ def _shape(stage: str, spec: RopeSpec, regime: Regime) -> tuple[int, ...]:
     return (*grid, HEADS, spec.head_dim)
 
 
-def _light(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
+def light_case(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
     """A GoldenCase with the right positions and shapes, zero inputs and placeholder outputs."""
     arrays: dict[str, np.ndarray] = {}
     shape = _shape(stage, spec, regime)
@@ -125,7 +112,7 @@ def _light(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime)
             if regime.cu_seqlens is not None:
                 arrays["cu_seqlens"] = regime.cu_seqlens
     flags = ("generated",)
-    return GoldenCase(case_id, _family(stage, spec), stage, spec, dtype, "smoke", flags, arrays)
+    return GoldenCase(case_id, case_family(stage, spec), stage, spec, dtype, "smoke", flags, arrays)
 
 
 def _make(stage: str, variant: str, pairing: str, dtype: str, regime: Regime) -> GenCase | None:
@@ -139,8 +126,8 @@ def _make(stage: str, variant: str, pairing: str, dtype: str, regime: Regime) ->
         return None
     shape = _shape(stage, spec, regime)
     tag = f"seq{regime.seq_len}" if stage == "inv_freq" else regime.tag
-    case_id = f"{_family(stage, spec)}/{variant}/{pairing}/{dtype}/{shape_tag(shape, stage, spec.head_dim)}/{tag}"
-    return GenCase(case_id, stage, variant, spec, dtype, regime, _light(case_id, stage, spec, dtype, regime))
+    case_id = f"{case_family(stage, spec)}/{variant}/{pairing}/{dtype}/{shape_tag(shape, stage, spec.head_dim)}/{tag}"
+    return GenCase(case_id, stage, variant, spec, dtype, regime, light_case(case_id, stage, spec, dtype, regime))
 
 
 def _rotate(items: list[str], start: int) -> list[str]:
@@ -267,12 +254,6 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
 # ----------------------------------------------------------------------------- materialize
 
 
-def _fast():
-    from roperef import fast  # Numba: imported (and compiled) on first use only
-
-    return fast
-
-
 def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return rng.standard_normal(shape).astype(numpy_dtype(dtype)).astype(np.float64)
 
@@ -287,21 +268,19 @@ def materialize_generated(g: GenCase) -> GoldenCase:
         arrays.update(seq_len=np.asarray(reg.seq_len, dtype=np.int64), inv_freq=np.ascontiguousarray(w), attention_factor=np.asarray(s))
     elif stage == "cos_sin":
         pos = reg.positions
-        cos, sin = _fast().cos_sin(spec, pos)
+        cos, sin = fast.cos_sin(spec, pos)
         arrays.update(positions=pos, cos=np.asarray(cos, dtype=np.float64), sin=np.asarray(sin, dtype=np.float64))
     else:
         shape = _shape(stage, spec, reg)
         x = _draw(rng, shape, g.dtype)
         pos, cu = reg.positions, reg.cu_seqlens
         if stage == "apply":
-            from roperef import reference
-
             cos, sin = reference.cos_sin(spec, pos)
             cos = cos.astype(numpy_dtype(g.dtype)).astype(np.float64)
             sin = sin.astype(numpy_dtype(g.dtype)).astype(np.float64)
-            arrays.update(x=x, cos=cos, sin=sin, y=np.asarray(_fast().apply(x, cos, sin, spec), dtype=np.float64))
+            arrays.update(x=x, cos=cos, sin=sin, y=np.asarray(fast.apply(x, cos, sin, spec), dtype=np.float64))
         else:
-            fn = getattr(_fast(), stage)
+            fn = getattr(fast, stage)
             out = np.asarray(fn(x, pos, spec, cu_seqlens=cu), dtype=np.float64)
             arrays.update({"x" if stage == "forward" else "grad": x, "positions": pos, "y" if stage == "forward" else "grad_x": out})
             if cu is not None:
@@ -321,7 +300,7 @@ def generated_cases(backend: Any, exclude: Iterable[str] = ()) -> tuple[list[Gol
 def materialize_all(items: Iterable[GenCase]) -> list[GoldenCase]:
     """Materialize several cases; the Numba kernels run on one thread meanwhile (a parallel launch
     costs ~10x more than these small cases' work)."""
-    import numba
+    import numba  # lazy: heavy to import, needed only once cases are materialized
 
     before = numba.get_num_threads()
     numba.set_num_threads(1)

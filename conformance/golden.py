@@ -44,22 +44,17 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from roperef import __version__, reference
+from roperef.frequencies import inv_freq
 from roperef.json_input import JSONInputError, load_json_file, loads_limited
 from roperef.spec import RopeSpec
+from roperef.ulp import max_ulp_error
 
-from .case import (
-    DTYPES,
-    FAMILIES,
-    OPTIONAL_INPUTS,
-    REFERENCE_ARRAYS,
-    STAGE_INPUTS,
-    STAGE_OUTPUTS,
-    STAGES,
-    TIERS,
-    GoldenCase,
-)
-from .atomic_files import fsync_directory
+from . import atomic_files  # called through the module: tests replace swap_in_directory to fail a swap
+from .case import GoldenCase, check_case_fields, numpy_dtype
+from .cases import reference_arrays
 from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
+from .vocabulary import OPTIONAL_INPUTS, REFERENCE_ARRAYS, STAGE_INPUTS, STAGE_OUTPUTS
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -73,6 +68,7 @@ __all__ = [
     "build_manifest",
     "write_golden",
     "write_golden_set",
+    "write_new",
     "GoldenWrite",
     "load_golden",
     "verify_golden",
@@ -119,9 +115,7 @@ def default_golden_dir() -> Path:
     env = os.environ.get("ROPEREF_GOLDEN")
     if env:
         return Path(env)
-    import conformance
-
-    repo = Path(conformance.__file__).resolve().parents[1] / "golden"
+    repo = Path(__file__).resolve().parents[1] / "golden"
     if (repo / MANIFEST).is_file():
         return repo
     return Path.cwd() / "golden"
@@ -170,10 +164,8 @@ def case_file_name(case_id: str) -> str:
 
 
 def _versions() -> dict[str, str]:
-    import ml_dtypes
+    import ml_dtypes  # lazy: library versions for the manifest only (Numba is heavy to import)
     import numba
-
-    from roperef import __version__
 
     return {
         "generator": f"roperef {__version__}",
@@ -271,7 +263,8 @@ def _carry_extras(old: Path, staging: Path) -> None:
             shutil.copy2(entry, dest)
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist) holding ``data``, flushed to the disk."""
     with open(path, "xb") as fh:
         fh.write(data)
         fh.flush()
@@ -291,8 +284,6 @@ def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, 
     the old set is then removed. An interruption, a full disk or a read-only directory at any
     point leaves the old set exactly as it was (the temporary directory is removed).
     """
-    from .atomic_files import swap_in_directory
-
     directory = Path(directory)
     if directory.is_symlink():
         directory = directory.resolve()
@@ -307,11 +298,11 @@ def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, 
     try:
         os.chmod(staging, (os.stat(directory).st_mode & 0o7777) if directory.is_dir() else 0o755)
         for name, blob in files.items():
-            _write_new(staging / name, blob)
-        _write_new(staging / MANIFEST, data)
+            write_new(staging / name, blob)
+        write_new(staging / MANIFEST, data)
         _carry_extras(directory, staging)
-        fsync_directory(staging)
-        swap_in_directory(staging, directory)
+        atomic_files.fsync_directory(staging)
+        atomic_files.swap_in_directory(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -388,9 +379,10 @@ def read_manifest(directory: Path) -> tuple[dict[str, Any], bytes]:
     for case_id, entry in manifest["cases"].items():
         where = f"case {case_id!r}"
         _check_fields(path, where, entry, _CASE_FIELDS)
-        for key, allowed in (("family", FAMILIES), ("stage", STAGES), ("dtype", DTYPES), ("tier", TIERS)):
-            if entry[key] not in allowed:
-                raise _fail(path, f"{where}: {key}={entry[key]!r} is not one of {list(allowed)}")
+        try:
+            check_case_fields(case_id, entry["family"], entry["stage"], entry["dtype"], entry["tier"], entry["flags"])
+        except ValueError as exc:
+            raise _fail(path, f"{where}: {exc}") from None
         if not isinstance(entry["arrays"], dict):
             raise _fail(path, f"{where}: arrays must be a JSON object")
         for name, arr in entry["arrays"].items():
@@ -461,9 +453,6 @@ def load_golden(directory: str | os.PathLike | None = None, *, verify_hashes: bo
 
 def recompute(case: GoldenCase) -> dict[str, np.ndarray]:
     """The expected outputs recomputed by :mod:`roperef.reference` from the case's stored inputs."""
-    from roperef import reference
-    from roperef.frequencies import inv_freq
-
     a, spec = case.arrays, case.spec
     if case.stage == "inv_freq":
         w, s = inv_freq(spec, int(a["seq_len"]))
@@ -480,8 +469,6 @@ def recompute(case: GoldenCase) -> dict[str, np.ndarray]:
 
 def _bitwise_problem(name: str, stored: np.ndarray, fresh: np.ndarray) -> str | None:
     """None when ``stored`` and ``fresh`` are the same array bit for bit, else what differs."""
-    from .cases import ulp_disagreement
-
     stored, fresh = np.asarray(stored), np.asarray(fresh)
     if stored.shape != fresh.shape:
         return f"stored {name!r} has shape {list(stored.shape)}, the reference gives {list(fresh.shape)}"
@@ -492,23 +479,16 @@ def _bitwise_problem(name: str, stored: np.ndarray, fresh: np.ndarray) -> str | 
     if same:
         return None
     count = int(np.count_nonzero(stored != fresh)) if stored.shape else 1
-    worst = ulp_disagreement(stored, fresh) if stored.dtype.kind == "f" else float("inf")
+    worst = max_ulp_error(stored, fresh) if stored.dtype.kind == "f" else float("inf")
     return (f"stored {name!r} differs from the reference recomputed from the stored inputs in {count} "
             f"element(s), by up to {worst:.3g} ulp (the reference is bit-exact on every machine)")
 
 
 def _round_to(values: np.ndarray, dtype: str) -> np.ndarray:
-    from .case import numpy_dtype
-
     return np.asarray(values, dtype=np.float64).astype(numpy_dtype(dtype)).astype(np.float64)
 
 
 def _check_case(case: GoldenCase, path: Path) -> list[str]:
-    from roperef import reference
-
-    from .case import numpy_dtype
-    from .cases import reference_arrays
-
     problems = []
     known = (set(STAGE_INPUTS[case.stage]) | set(STAGE_OUTPUTS[case.stage]) | set(OPTIONAL_INPUTS.get(case.stage, ()))
              | set(REFERENCE_ARRAYS.get(case.stage, ())))

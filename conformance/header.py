@@ -10,6 +10,8 @@ import os
 from importlib import metadata
 from typing import Any, Mapping, Sequence
 
+from .backends.names import BACKEND_LIBRARIES
+
 __all__ = ["distribution_version", "backend_libraries", "header_lines", "roperef_environment"]
 
 _CORE = ("roperef", "numpy", "numba", "ml_dtypes")
@@ -25,8 +27,6 @@ def distribution_version(name: str) -> str:
 
 def backend_libraries(backend: Any, selector: str | None) -> tuple[str, ...]:
     """The distributions ``backend`` runs on: its ``libraries`` attribute, else the built-in table."""
-    from .backends.names import BACKEND_LIBRARIES
-
     for obj in (backend, getattr(backend, "inner", None)):  # a plain object is wrapped (resolve.Adapted)
         own = getattr(obj, "libraries", None)
         if isinstance(own, (tuple, list)):

@@ -28,6 +28,7 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, ModelRope, model_rope
 from roperef.hf_overrides import apply_overrides
+from roperef.hf_quirks import REMOTE_FAMILIES
 from roperef.spec import RopeSpec
 
 from .hf_truth import HFEntry, HFTruth, transformers_truth
@@ -145,8 +146,6 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
 
 def _in_library(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """A remote-code config re-labelled as the transformers family its code copies (REMOTE_FAMILIES)."""
-    from roperef.hf_quirks import REMOTE_FAMILIES
-
     for path in ("text_config", None):
         level = data.get(path) if path else data
         if not isinstance(level, dict):

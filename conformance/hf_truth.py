@@ -33,7 +33,8 @@ from roperef.spec import PAIRINGS, RopeSpec
 
 from . import hf_source
 
-__all__ = ["Probe", "HFEntry", "HFTruth", "transformers_truth", "NON_ATTENTION_LAYER_TYPES"]
+__all__ = ["Probe", "HFEntry", "HFTruth", "transformers_truth", "NON_ATTENTION_LAYER_TYPES", "hf_config", "quiet_transformers",
+           "modeling_modules", "text_config_of", "text_rotary_class", "rope_labels", "entry_tensors", "apply_function"]
 
 #: Layer types transformers configs use for layers without attention (so without RoPE).
 NON_ATTENTION_LAYER_TYPES = frozenset({
@@ -83,14 +84,16 @@ class HFTruth:
     indexer: Probe | None = None
 
 
-def _quiet() -> None:
+def quiet_transformers() -> None:
+    """Silence transformers' logging and warnings (a probe builds many models)."""
     import transformers
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore", module="transformers")
 
 
-def _modeling_modules(model_type: str) -> list[Any]:
+def modeling_modules(model_type: str) -> list[Any]:
+    """The importable ``transformers.models.<name>.modeling_*`` modules of ``model_type`` (none: ``[]``)."""
     import transformers
     from transformers.models.auto.configuration_auto import model_type_to_module_name
 
@@ -125,7 +128,8 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _text_config(cfg: Any) -> Any:
+def text_config_of(cfg: Any) -> Any:
+    """The decoder text config of a transformers config (the config itself when it has none)."""
     try:
         text = cfg.get_text_config(decoder=True)
     except Exception:  # noqa: BLE001
@@ -143,7 +147,7 @@ def _takes_config(cls: type) -> bool:
     return bool(params) and params[0] == "config"
 
 
-def _text_rotary_class(modules: list[Any], text_cfg: Any) -> tuple[type | None, str]:
+def text_rotary_class(modules: list[Any], text_cfg: Any) -> tuple[type | None, str]:
     """The rotary class the text model builds, with how it was chosen."""
     model_classes = [c for c in hf_source.classes_named(modules, "Model") if hf_source.is_text_name(c.__name__)]
     prefix = _config_prefix(text_cfg)
@@ -173,13 +177,14 @@ def _rope_built(modules: list[Any], text_cfg: Any) -> bool | None:
     return built
 
 
-def _labels(module: Any, text_cfg: Any) -> list[str]:
+def rope_labels(module: Any, text_cfg: Any) -> list[str]:
+    """The layer-type labels ``module`` keeps a separate ``<label>_inv_freq`` for (none: one set of frequencies)."""
     names = list(getattr(text_cfg, "_rope_type_labels", None) or []) + sorted(set(getattr(text_cfg, "layer_types", None) or []))
     per = [n for n in dict.fromkeys(names) if hasattr(module, f"{n}_inv_freq")]
     return per
 
 
-def _entry_tensors(module: Any, label: str | None) -> tuple[np.ndarray, float]:
+def entry_tensors(module: Any, label: str | None) -> tuple[np.ndarray, float]:
     """``(inv_freq as float64, attention_scaling)``; a sinusoid-table module (GPT-J, CodeGen: ``embed_positions``
     rows ``[sin(p w), cos(p w)]``) gives ``w = atan2(sin w, cos w)`` from its ``p = 1`` row."""
     prefix = f"{label}_" if label else ""
@@ -192,7 +197,7 @@ def _entry_tensors(module: Any, label: str | None) -> tuple[np.ndarray, float]:
     return w.detach().to("cpu").double().numpy().copy(), float(s)
 
 
-def _apply_function(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
+def apply_function(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
     """The apply function the text attention's ``forward`` calls for this config (``None``: none or several)."""
     funcs = {}
     for mod in modules:
@@ -347,12 +352,12 @@ def _vision_entry(cfg: Any, model_type: str) -> HFEntry | None:
     vision = getattr(cfg, "vision_config", None)
     if vision is None:
         return None
-    modules = _modeling_modules(getattr(vision, "model_type", model_type)) or _modeling_modules(model_type)
+    modules = modeling_modules(getattr(vision, "model_type", model_type)) or modeling_modules(model_type)
     for cls in hf_source.classes_named(modules, "RotaryEmbedding"):
         if not hf_source.is_text_name(cls.__name__) and _takes_config(cls):
             try:
                 module = cls(vision)
-                w, s = _entry_tensors(module, None)
+                w, s = entry_tensors(module, None)
             except Exception:  # noqa: BLE001 - a vision class needing other arguments
                 continue
             return HFEntry("vision", w, s, None, f"{cls.__name__}(vision_config)")
@@ -361,19 +366,19 @@ def _vision_entry(cfg: Any, model_type: str) -> HFEntry | None:
 
 def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec]) -> HFTruth:
     """transformers' view of ``config``; ``specs`` (roperef's, by entry label) give the probe's input width."""
-    _quiet()
+    quiet_transformers()
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
         return HFTruth(str(model_type), False, notes=(f"transformers does not ship model_type {model_type!r}",))
     cfg = hf_config(config)
-    text_cfg = _text_config(cfg)
+    text_cfg = text_config_of(cfg)
     text_type = getattr(text_cfg, "model_type", model_type)
-    modules = _modeling_modules(text_type) or _modeling_modules(model_type)
+    modules = modeling_modules(text_type) or modeling_modules(model_type)
     notes: list[str] = []
     vision = _vision_entry(cfg, model_type) if "vision" in specs else None
-    cls, how = _text_rotary_class(modules, text_cfg)
+    cls, how = text_rotary_class(modules, text_cfg)
     if cls is None:
         return HFTruth(model_type, True, False, {}, None, vision, (f"{text_type}: {how}",))
     built = _rope_built(modules, text_cfg)
@@ -381,15 +386,15 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
         return HFTruth(model_type, True, False, {}, None, vision,
                        (f"{text_type}: the model does not build {cls.__name__} for this config",))
     module = cls(config=text_cfg)
-    labels = _labels(module, text_cfg)
+    labels = rope_labels(module, text_cfg)
     layers = _layers(text_cfg, labels)
     if layers is not None and all(x is None for x in layers):
         return HFTruth(model_type, True, False, {}, layers, vision,
                        (f"{text_type}: no decoder layer is an attention layer that applies RoPE",))
-    fn, fn_note = _apply_function(modules, text_cfg)
+    fn, fn_note = apply_function(modules, text_cfg)
     entries: dict[str, HFEntry] = {}
     for label in labels or [None]:
-        w, s = _entry_tensors(module, label)
+        w, s = entry_tensors(module, label)
         key = label or "text"
         spec = specs.get(key) or specs.get("text") or next((v for k, v in specs.items() if k not in ("vision", "indexer")), None)
         if fn is None or spec is None:

@@ -32,6 +32,7 @@ from roperef.frequencies import inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.spec import PAIRINGS, RopeSpec
 
+from .bugs.rounding import round_to
 from .case import GoldenCase
 from .tolerance import Resolved, case_angles, position_rows
 
@@ -247,7 +248,6 @@ def _position_words(p: Arr, delta: Arr) -> list[str]:
     d = np.round(delta[off])
     if np.all(d == d[0]) and n == m:
         return [f"effective positions = p{int(d[0]):+d} on every token"]
-    from .bugs.rounding import round_to
 
     for dtype, short in (("bfloat16", "bfloat16"), ("float16", "float16")):
         if np.array_equal(np.round(eff[off]), round_to(dtype, po)):

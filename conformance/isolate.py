@@ -16,6 +16,8 @@ loading ...") instead of taking the judge down with it.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing as mp
 import os
 import signal
@@ -24,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backends.base import backend_stages
+from .backends.resolve import resolve_backend
 from .case import GoldenCase
 from .interrupt import POLL_S, StopFlag
-from .stage_call import TIMED_OUT, Interrupted, StageError, describe_exception
+from .stage_call import TIMED_OUT, Interrupted, StageError, call_stage, describe_exception
 
 __all__ = ["Worker", "WorkerStartError", "IsolatedBackend", "load_isolated", "START_TIMEOUT_S"]
 
@@ -44,9 +47,6 @@ def _die_with_parent() -> None:
     (Linux ties this to the thread that started the worker: the runner's job thread, which outlives
     every use of its workers and closes them before it ends.)"""
     try:
-        import ctypes
-        import ctypes.util
-
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
@@ -58,8 +58,6 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the judge died before the request above took effect
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from .backends.resolve import resolve_backend
-    from .stage_call import call_stage
 
     try:
         backend = resolve_backend(selector)

@@ -36,14 +36,17 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from roperef import fast
 from roperef.errors import bad
-from roperef.positions import POSITION_MAX
+from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
+from roperef.positions import POSITION_MAX
 from roperef.spec import PAIRINGS, RopeSpec
 
-from .case import DTYPES, GoldenCase, numpy_dtype
+from .case import GoldenCase, numpy_dtype
 from .runner import CaseResult, RunReport, check_outputs, judge_case
 from .tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
+from .vocabulary import DTYPES
 
 __all__ = [
     "LongContextPlan",
@@ -148,8 +151,6 @@ def chunk_inputs(plan: LongContextPlan, base: np.ndarray, length: int, k: int) -
 
 
 def _chunk_case(plan: LongContextPlan, stage: str, dtype: str, x: np.ndarray, pos: np.ndarray, rid: str) -> GoldenCase:
-    from roperef import fast
-
     key, out = ("x", "y") if stage == "forward" else ("grad", "grad_x")
     expected = getattr(fast, stage)(x, pos, plan.spec)
     flags = ("long-position", "odd-position") if int(pos[0, -1]) >= 2**17 else ("odd-position",)
@@ -200,7 +201,6 @@ def _fusable(caps: Any, spec: RopeSpec) -> bool:
     factor ``s != 1`` (then the expected values are divided by ``s``: the NumPy path does that)."""
     if getattr(caps, "applies_attention_factor", True):
         return True
-    from roperef.frequencies import inv_freq
 
     return float(inv_freq(spec, None)[1]) in (0.0, 1.0)
 
@@ -250,7 +250,7 @@ def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: A
     problem = _shape_dtype_problem(case, got)
     if problem:
         return problem, _NOTHING
-    from .long_context_kernel import judge_chunk
+    from .long_context_kernel import judge_chunk  # lazy: Numba kernels, compiled on first use
 
     r = resolve(profile, caps, case, got.dtype)
     x = case.arrays["x" if case.stage == "forward" else "grad"]

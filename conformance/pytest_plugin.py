@@ -9,6 +9,9 @@ fraction, the worst elements (index, position, actual, expected, bound), the dia
 repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. The report header (like
 array-api-tests') names the backend, library versions, dtypes, profile, golden set hash and
 ``ROPEREF_*`` variables (:mod:`conformance.header`). Importing this module is cheap (no NumPy).
+
+Everything else (the judge, NumPy) is imported lazily, inside the hooks, once ``--rope-backend``
+is given: pytest loads this plugin in every session.
 """
 
 from __future__ import annotations
@@ -41,10 +44,10 @@ class RopeCaseItem(pytest.Item):
         self.case, self.state = case, state
 
     def runtest(self) -> None:
-        from .runner import RunOptions, run_one, _InProcess  # noqa: PLC2701
+        from .runner import InProcess, RunOptions, run_one
 
         st = self.state
-        res = run_one(self.case, st["backend"], _InProcess(st["backend"], None), st["profile"],
+        res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
                       RunOptions(xfail=st["xfail"], repro=st["repro"]))
         if res.status == "NOT_SUPPORTED":
             pytest.skip(f"NOT_SUPPORTED: {res.message}")
@@ -77,8 +80,9 @@ def _load_state(config: Any) -> dict[str, Any]:
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
-    from .cli_check import UsageError, load_cases, user_case_source
+    from .case_source import load_cases, user_case_source
     from .tolerance import default_profile_name, get_profile
+    from .usage_error import UsageError
     from .xfail import load_xfail
 
     selector = config.getoption("--rope-backend")

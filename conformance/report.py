@@ -17,21 +17,21 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
+import numpy
+
 from .atomic_files import write_bytes_atomic, write_text_atomic
 from .exit_codes import ExitCode
-from .run_verdict import exit_code_for
 from .report_sections import console_sections, junit_sections, markdown_sections
+from .run_verdict import exit_code_for
 from .runner import STATUSES, CaseResult, RunReport
 
-__all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line"]
+__all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line", "failure_line"]
 
 SCHEMA = "roperef-check-report/1"
 
 
 def environment() -> dict[str, Any]:
     """Versions and machine, for the JSON report."""
-    import numpy
-
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -67,7 +67,8 @@ def summary_line(report: RunReport) -> str:
     return f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
 
 
-def _failure_line(r: CaseResult) -> str:
+def failure_line(r: CaseResult) -> str:
+    """One FAIL/ERROR/XFAIL row as the console prints it: status, id, message, diagnosis, xfail reason, repro."""
     diag = f"; {r.diagnosis['summary']}" if r.diagnosis else ""
     xf = f" [xfail: {r.xfail_reason}]" if r.xfail_reason else ""
     tail = f"\n      repro: {r.repro}" if r.repro else ""
@@ -104,7 +105,7 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     if bad:
         w("\nproblems:\n")
         for r in bad:
-            w(_failure_line(r) + "\n")
+            w(failure_line(r) + "\n")
     if report.stale_xfails:
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
@@ -213,10 +214,10 @@ def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) 
     Raises RuntimeError with an install hint when matplotlib is missing.
     """
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional (roperef[plot]), needed for --plot only
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: after choosing the Agg backend
     except ImportError:
         raise RuntimeError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
     out_dir = Path(directory)

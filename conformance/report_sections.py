@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .runner import RunReport
+from .verdict import write_verdict_plot
 
 __all__ = ["console_sections", "markdown_sections", "junit_sections", "write_verdict_png", "coverage_line"]
 
@@ -106,8 +107,6 @@ def junit_sections(report: RunReport, root: ET.Element) -> None:
 
 def write_verdict_png(report: RunReport, directory: str | Path) -> Path | None:
     """``DIR/run-level.png``: the run's per-pair and per-position error profile (None when nothing failed)."""
-    from .verdict import write_verdict_plot
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     path = write_verdict_plot(report, str(out / "run-level.png"))

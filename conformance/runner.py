@@ -33,19 +33,21 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .backends.base import declaration_notes
-from .backends.base import backend_stages
-from .case import STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .backends.base import backend_stages, declaration_notes
+from .case import GoldenCase
 from .declared import INCONSISTENT, declaration_gap
 from .expected import expected_and_bounds
+from .failure import explain_failure
 from .interrupt import POLL_S, StopFlag
+from .isolate import Worker
 from .stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
 from .tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
+from .vocabulary import STAGE_OUTPUTS, STAGES
 from .xfail import XfailList
 
 __all__ = [
     "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
-    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S",
+    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
 ]
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
@@ -256,8 +258,6 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
     )
     diag = None
     if diagnose:
-        from .failure import explain_failure
-
         try:
             diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype)
         except Exception as exc:  # noqa: BLE001 - a diagnosis problem never hides the verdict
@@ -268,7 +268,7 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
 # ----------------------------------------------------------------------------- running
 
 
-class _InProcess:
+class InProcess:
     """Calls an in-process backend through its own :class:`CallThread` (one per job slot)."""
 
     def __init__(self, backend: Any, timeout: float | None, stop: StopFlag | None = None) -> None:
@@ -292,13 +292,11 @@ def open_caller(backend: Any, options: RunOptions, selector: str | None = None) 
     """``(call, close)`` for :func:`run_one` outside :func:`run_cases`: the backend in this process
     (with ``options.timeout``) or, with ``options.isolate``, in one worker process (needs ``selector``)."""
     if options.isolate:
-        from .isolate import Worker
-
         if not selector:
             raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
         worker = Worker(selector, options.timeout)
         return worker, worker.close
-    single = _InProcess(backend, options.timeout)
+    single = InProcess(backend, options.timeout)
     return single, single.close
 
 
@@ -406,15 +404,13 @@ class _HangGuard:
 
 def _make_caller(backend: Any, options: RunOptions, selector: str | None, stop: StopFlag) -> Any:
     if options.isolate:
-        from .isolate import Worker
-
         take = getattr(backend, "take_worker", None)  # an IsolatedBackend lends the worker that loaded it
         spare = take() if callable(take) else None
         if spare is not None:
             spare.timeout, spare.stop = options.timeout, stop
             return spare
         return Worker(str(selector), options.timeout, stop)
-    return _InProcess(backend, options.timeout, stop)
+    return InProcess(backend, options.timeout, stop)
 
 
 def run_cases(
@@ -512,7 +508,3 @@ def _wait_for(threads: list[threading.Thread], stop: StopFlag, grace: float = 1.
             deadline = deadline or time.monotonic() + grace
             if time.monotonic() >= deadline:
                 return
-
-
-def case_dtype(case: GoldenCase) -> np.dtype:
-    return numpy_dtype(case.dtype)

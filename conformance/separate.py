@@ -15,7 +15,7 @@ import numpy as np
 from .bugs.decoy import budget, run_decoy
 from .bugs.fit import Candidate
 from .case import GoldenCase
-from .generated import GenCase, _light, materialize_all
+from .generated import GenCase, light_case, materialize_all
 from .generated_positions import REGIMES
 from .tolerance import Resolved
 
@@ -37,7 +37,7 @@ def _variants(case: GoldenCase) -> list[GenCase]:
             continue
         cid = f"{case.family}/separate-{case.id.split('/')[1]}/{case.spec.pairing}/{case.dtype}/{name}"
         try:
-            out.append(GenCase(cid, case.stage, "", case.spec, case.dtype, reg, _light(cid, case.stage, case.spec, case.dtype, reg)))
+            out.append(GenCase(cid, case.stage, "", case.spec, case.dtype, reg, light_case(cid, case.stage, case.spec, case.dtype, reg)))
         except (ValueError, TypeError):
             continue
     return out

@@ -66,6 +66,7 @@ Profiles are data (:data:`PROFILES`); a custom profile is a TOML file with the s
 from __future__ import annotations
 
 import math
+import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -74,11 +75,13 @@ import numpy as np
 
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
+from roperef.json_input import JSONInputError, read_text_file
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec
 
-from .case import DTYPES, GoldenCase, numpy_dtype
+from .case import GoldenCase
 from .conditioning import blend_conditioning
+from .vocabulary import DTYPES
 
 __all__ = [
     "PROFILES",
@@ -176,10 +179,6 @@ def _profile_from_mapping(name: str, data: Mapping[str, Any], source: str) -> Pr
 
 
 def _load_toml(path: Path) -> Profile:
-    import tomllib
-
-    from roperef.json_input import JSONInputError, read_text_file
-
     try:
         data = tomllib.loads(read_text_file(path, what="profile file", max_bytes=2**20))
     except FileNotFoundError:
@@ -530,7 +529,3 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         profile_ratios=prof[1] if prof else None,
         worst_elements=elements[:WORST_K],
     )
-
-
-def case_dtype(case: GoldenCase) -> np.dtype:
-    return numpy_dtype(case.dtype)

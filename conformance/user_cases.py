@@ -43,14 +43,18 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from roperef import fast
+from roperef.frequencies import inv_freq
+from roperef.hf import spec_from_config
 from roperef.spec import RopeSpec
 
-from .case import DTYPES, OPTIONAL_INPUTS, STAGE_INPUTS, STAGE_OUTPUTS, STAGES, GoldenCase, numpy_dtype
+from .case import GoldenCase, case_family, numpy_dtype
+from .selection import select
+from .vocabulary import DTYPES, OPTIONAL_INPUTS, STAGE_INPUTS, STAGE_OUTPUTS, STAGES, USER_TIER
 
-__all__ = ["SCHEMA", "UserCaseError", "UserCaseSet", "load_user_cases", "load_user_case", "select_user_cases", "expected_outputs", "TIER"]
+__all__ = ["SCHEMA", "UserCaseError", "UserCaseSet", "load_user_cases", "load_user_case", "select_user_cases", "expected_outputs"]
 
 SCHEMA = "roperef-case/1"
-TIER = "user"
 CASE_FILE = "case.json"
 _KEYS = frozenset({"schema", "id", "stage", "spec", "layer_type", "dtype", "flags", "family", "description", "seq_len", "arrays"})
 _FLOAT_INPUTS = ("x", "grad", "cos", "sin")
@@ -102,7 +106,6 @@ def _spec(doc: Mapping[str, Any], path: Path) -> RopeSpec:
             raise UserCaseError(f"{path}: spec: {exc}") from None
     if not isinstance(raw, str):
         raise _fail(path, "spec", raw, "must be an object (RopeSpec.to_dict()) or a config.json path")
-    from roperef.hf import spec_from_config
 
     config = (path.parent / raw).resolve()
     if not config.is_file():
@@ -224,21 +227,8 @@ def _int_input(name: str, arr: np.ndarray, path: Path) -> np.ndarray:
     return out
 
 
-def _family(stage: str, spec: RopeSpec) -> str:
-    if stage == "inv_freq":
-        return "freq"
-    if stage == "cos_sin":
-        return "table"
-    if stage == "forward":
-        return "mrope" if spec.mrope_section is not None else "vision2d" if spec.vision is not None else "forward"
-    return stage
-
-
 def expected_outputs(stage: str, spec: RopeSpec, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The float64 expected outputs of a stage: :mod:`roperef.fast` (inv_freq: :mod:`roperef.frequencies`)."""
-    from roperef import fast
-    from roperef.frequencies import inv_freq
-
     if stage == "inv_freq":
         w, s = inv_freq(spec, int(inputs["seq_len"]))
         return {"inv_freq": np.asarray(w, dtype=np.float64), "attention_factor": np.asarray(s, dtype=np.float64)}
@@ -313,9 +303,9 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         raise _fail(path, "flags", flags, "must be a list of strings")
     if not isinstance(doc.get("description", ""), str):
         raise _fail(path, "description", doc["description"], "must be a string")
-    family = doc.get("family", _family(stage, spec))
+    family = doc.get("family", case_family(stage, spec))
     try:
-        return GoldenCase(case_id, family, stage, spec, dtype, TIER, tuple(flags), {**inputs, **expected})
+        return GoldenCase(case_id, family, stage, spec, dtype, USER_TIER, tuple(flags), {**inputs, **expected})
     except (ValueError, TypeError) as exc:
         raise UserCaseError(f"{path}: {exc}") from None
 
@@ -346,14 +336,12 @@ def load_user_cases(directory: str | Path) -> UserCaseSet:
         seen[case.id] = f
         cases.append(case)
         used += [p for p in f.parent.iterdir() if p.is_file() and (p.suffix in (".npy", ".npz") or p.name == CASE_FILE)]
-    info = {"directory": str(root), "set_hash": _set_hash(used, root), "tier": TIER, "source": f"user cases in {root}", "selected": len(cases)}
+    info = {"directory": str(root), "set_hash": _set_hash(used, root), "tier": USER_TIER, "source": f"user cases in {root}", "selected": len(cases)}
     return UserCaseSet(cases, info)
 
 
 def select_user_cases(directory: str | Path, filters: Sequence[str] = (), dtypes: Sequence[str] = ()) -> UserCaseSet:
     """:func:`load_user_cases`, then the cases whose id matches ``filters`` (as ``--filter``) and ``dtypes``."""
-    from .cases import select
-
     loaded = load_user_cases(directory)
     cases = select(loaded.cases, ",".join(filters)) if filters else loaded.cases
     if dtypes:

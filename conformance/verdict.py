@@ -205,10 +205,10 @@ def write_verdict_plot(report: RunReport, path: str) -> str | None:
     fails = [r for r in report.results if r.status in _FAILED]
     if not fails:
         return None
-    import matplotlib
+    import matplotlib  # lazy: optional (roperef[plot]), needed for --plot only
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after choosing the Agg backend
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for r in fails:

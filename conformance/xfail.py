@@ -9,6 +9,9 @@ Format (plain text, one entry per line; ``#`` starts a comment line; blank lines
 A pattern is a case id, or a glob (``*``, ``?``, ``[...]``) matched against the whole id.
 A matching FAIL/ERROR becomes XFAIL, a matching PASS becomes XPASS. Entries that match no
 selected case, or whose every match passed, are reported as stale.
+
+The built-in backends' files are ``conformance/backends/xfail/<backend name>.txt``, named exactly
+after the backend (``mlx-lm.txt`` for ``mlx-lm``): :func:`xfail_path` is the one place that knows it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,25 @@ from pathlib import Path
 from typing import Sequence
 
 from roperef.errors import bad
+from roperef.json_input import JSONInputError, read_text_file
 
-__all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail"]
+from .backends.names import BUILTIN_BACKENDS
+
+__all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail", "xfail_path", "XFAIL_DIR"]
+
+#: the folder of the built-in backends' expected-failure files
+XFAIL_DIR = Path(__file__).resolve().parent / "backends" / "xfail"
+
+
+def xfail_path(backend: str) -> Path:
+    """The expected-failure file of built-in backend ``backend``: ``XFAIL_DIR / f"{backend}.txt"``.
+
+    Named exactly after the backend, no other spelling tried; the file exists only for a backend
+    with known failures. ``ValueError`` (``backend=...: rule``) for a name that is not built in.
+    """
+    if backend not in BUILTIN_BACKENDS:
+        bad("backend", backend, f"not a built-in backend; known: {', '.join(BUILTIN_BACKENDS)}")
+    return XFAIL_DIR / f"{backend}.txt"
 
 
 @dataclass(frozen=True)
@@ -77,8 +97,6 @@ def parse_xfail(text: str, source: str = "<xfail>") -> XfailList:
 
 
 def load_xfail(path: str | Path) -> XfailList:
-    from roperef.json_input import JSONInputError, read_text_file
-
     p = Path(path)
     try:
         text = read_text_file(p, what="expected-failure file", max_bytes=16 * 2**20)

@@ -17,10 +17,14 @@ __all__ = ["bad", "show"]
 
 
 def show(value: Any, limit: int = 80) -> str:
-    """A short, readable rendering of ``value`` for an error message."""
+    """A short, readable rendering of ``value`` for an error message.
+
+    A ``repr`` longer than ``limit`` keeps its start and its end around ``...`` (a long path keeps
+    its file name, a long list its last items)."""
     text = repr(value)
     if len(text) > limit:
-        text = text[: limit - 3] + "..."
+        head = (limit - 3 + 1) // 2
+        text = text[:head] + "..." + text[len(text) - (limit - 3 - head):]
     return text
 
 

@@ -43,6 +43,8 @@ __all__ = [
     "ExactValue",
     "correctly_rounded",
     "round_to_double",
+    "Estimate",
+    "estimated",
 ]
 
 GUARD_BITS = 32
@@ -186,3 +188,50 @@ def correctly_rounded(
             return tuple(float(d) for d in out)  # type: ignore[arg-type]
         prec *= 2
     raise ArithmeticError(f"a value could not be rounded with certainty at {max_prec} bits")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The evaluation context of :func:`estimated`: the same formulas in float64 arithmetic.
+
+    ``num`` rounds once to float64; ``ln``, ``exp``, ``sqrt`` are Python's ``math`` (the C
+    library: within an ulp or two, last bits machine-dependent); ``floor``/``ceil``/``less``
+    decide on the float64 values without certification. Same interface as :class:`Exact`.
+    """
+
+    def num(self, value: Any) -> float:
+        return float(value)
+
+    def ln(self, value: Any) -> float:
+        return math.log(float(value))
+
+    def exp(self, value: Any) -> float:
+        return math.exp(float(value))
+
+    def sqrt(self, value: Any) -> float:
+        return math.sqrt(float(value))
+
+    @property
+    def pi(self) -> float:
+        return math.pi
+
+    def floor(self, value: Any) -> int:
+        return math.floor(float(value))
+
+    def ceil(self, value: Any) -> int:
+        return self.floor(value) + 1  # as Exact.ceil: the value is taken as not an integer
+
+    def less(self, a: Any, b: Any) -> bool:
+        return float(a) < float(b)
+
+
+def estimated(formula: Callable[[Any], Sequence[ExactValue]]) -> tuple[float, ...]:
+    """``formula`` evaluated once in float64 arithmetic (:class:`Estimate`).
+
+    Each value is within a few ulp of :func:`correctly_rounded`'s (a formula here takes a few
+    float64 operations and libm calls, each within an ulp or two; a branch decided next to its
+    boundary may go the other way) and costs ~1/100 of it. Its last bits depend on the machine:
+    it is for searches over many candidate parameters (conformance's bug-decoy fits), never for
+    the reference, the goldens or anything promised bit for bit.
+    """
+    return tuple(float(v) for v in formula(Estimate()))

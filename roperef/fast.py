@@ -18,8 +18,8 @@ Differences from the reference are only in cost:
   reused across heads, in a pipeline that overlaps them with the memory traffic; no
   table of the size of ``x`` and no float64 copy of a float32 ``x`` is made.
   ``forward``/``backward`` allocate only their output (or none, with ``out=``).
-- Tokens that share a position share one cos/sin row (:func:`_shared_positions`);
-  large memory-bound outputs are written with non-temporal stores (:func:`_streams`).
+- Tokens that share a position share one cos/sin row (:func:`shared_positions`);
+  large memory-bound outputs are written with non-temporal stores (:func:`streams`).
 - float32 ``x`` is read as float32 and computed in float64; the output (float64 by
   default, float32 with ``out_dtype=np.float32`` or a float32 ``out``) is rounded once.
 - Inputs that the kernels cannot read in place (non-contiguous, read-only, float16,
@@ -28,6 +28,9 @@ Differences from the reference are only in cost:
 
 Nothing is compiled at import; the first call of each kernel/dtype combination
 compiles it (``cache=True``: later processes load it from the Numba cache).
+
+Numba and the kernels (:mod:`roperef.fast_kernels`) are imported lazily, inside the functions,
+on the first call: ``import roperef.fast`` loads neither.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from .errors import bad
 from .frequencies import inv_freq
 from .inputs import check_spec, float_array, prepare, resolve_out_dtype
 from .layout import PairMap, pair_axes, pair_map
-from .reference import _check_tables, _rows_for
+from .reference import check_tables, rows_for
 from .spec import RopeSpec
 
 __all__ = ["cos_sin", "apply", "forward", "backward"]
@@ -48,11 +51,11 @@ __all__ = ["cos_sin", "apply", "forward", "backward"]
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _BLOCKS_PER_THREAD = 8
 STREAM_MIN_BYTES = 16 * 2**20
-"""Outputs of at least this size may be written with non-temporal stores (:func:`_streams`)."""
+"""Outputs of at least this size may be written with non-temporal stores (:func:`streams`)."""
 STREAM_MIN_ELEMENTS_PER_PAIR = 32
-"""... when each cos/sin pair a token computes is reused over at least this many elements (:func:`_streams`)."""
+"""... when each cos/sin pair a token computes is reused over at least this many elements (:func:`streams`)."""
 SHARE_MAX_DISTINCT = 0.5
-"""Tokens share cos/sin rows when at most this fraction of them have distinct positions (:func:`_shared_positions`)."""
+"""Tokens share cos/sin rows when at most this fraction of them have distinct positions (:func:`shared_positions`)."""
 SHARE_MAX_TABLE = 0.125
 """... and the shared tables hold at most this fraction of the output's element count."""
 
@@ -98,7 +101,7 @@ def _output(x: np.ndarray, out: object, out_dtype: object, name: str) -> np.ndar
     return out
 
 
-def _streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
+def streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
     """Whether the kernels write ``y [..., H, D]`` with non-temporal (streaming) stores.
 
     Yes when ``y`` is at least :data:`STREAM_MIN_BYTES` (far beyond what a cache would
@@ -158,7 +161,7 @@ def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tu
     from .fast_kernels import tables_kernel
 
     check_spec(spec)
-    rows = _rows_for(spec, positions)
+    rows = rows_for(spec, positions)
     if seq_len is None:
         seq_len = max(int(rows.max()) + 1, 1) if rows.size else 1
     freqs, s = _freqs(spec, seq_len)
@@ -178,19 +181,19 @@ def apply(
 
     check_spec(spec)
     arr = float_array(x, "x")
-    c, s = _check_tables(arr, cos, sin, spec)
+    c, s = check_tables(arr, cos, sin, spec)
     grid, n = arr.shape[:-2], spec.n_pairs
     c2 = np.ascontiguousarray(np.broadcast_to(c, (*grid, n))).reshape((math.prod(grid), n))
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
     idx = np.arange(c2.shape[0], dtype=np.int64)
     apply_kernel(  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
-        _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), _streams(y)
+        _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), streams(y)
     )
     return y
 
 
-def _shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tuple[np.ndarray, np.ndarray] | None:
+def shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``(distinct position columns [A, U], each token's column [N])`` when sharing cos/sin pays, else ``None``.
 
     Tokens at the same position (every batch row of a prefill, every packed sequence from
@@ -223,15 +226,15 @@ def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, bac
     pm = pair_map(spec).transposed() if backward else pair_map(spec)
     x3, y3, rows = _as_tokens(_kernel_input(prep.x)), _as_tokens(y), _token_rows(prep.rows)
     sign = -1.0 if backward else 1.0
-    shared = _shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
+    shared = shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
     if shared is None:  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
-        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
+        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         return y
     distinct, index = shared  # cos/sin once per distinct position, then a streaming pass
     cos = np.empty((distinct.shape[1], spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
     tables_kernel(distinct, freqs, pair_axes(spec), s, sign, cos, sin, _n_blocks())
-    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), _streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
+    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
     return y
 
 

@@ -29,7 +29,7 @@ once per block, never per element), fills it once per token and reuses it across
 heads. The cos/sin of a token are pure computation (~100 floating-point operations per pair), so the
 block runs a software pipeline: while it computes token ``t+1``'s cos/sin it prefetches
 token ``t+2``'s ``x`` and, with ``stream=True`` (large, aligned outputs;
-:func:`roperef.fast._streams`), writes the already rotated token ``t`` from a
+:func:`roperef.fast.streams`), writes the already rotated token ``t`` from a
 ``[H*D]`` scratch that stays in L1/L2 to ``out`` with 16-byte non-temporal stores (no
 read-for-ownership of ``out``); each block ends with a store fence
 (:mod:`roperef.fast_llvm`). None of this changes a value: the stored numbers are the
@@ -190,7 +190,7 @@ def _stream_token(bf, of, t):
     """``of[t*m : (t+1)*m] = bf`` (``m = bf.size``) with 16-byte non-temporal stores.
 
     Needs ``of``'s address at ``t*m`` 16-byte aligned and ``m * itemsize`` a multiple of 16
-    (:func:`roperef.fast._streams` checks both before choosing this path).
+    (:func:`roperef.fast.streams` checks both before choosing this path).
     """
     m = bf.size
     base = t * m

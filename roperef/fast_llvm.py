@@ -8,7 +8,7 @@ None of them changes a value; they change how memory is moved:
   destination line into cache (read-for-ownership), so streaming ``N`` bytes out costs
   ``2N`` bytes of memory traffic; a non-temporal store writes the line without
   reading it. **Requires** ``dst``'s address at ``j`` to be 16-byte aligned (the
-  caller checks the base address and the stride; :func:`roperef.fast._streams`).
+  caller checks the base address and the stride; :func:`roperef.fast.streams`).
 - :func:`prefetch` hints that the cache line holding ``arr.flat[i]`` will be read
   soon (``llvm.prefetch``, read, locality 2: L2 on x86-64). It never faults and is a
   no-op where the target has no prefetch instruction.

@@ -41,11 +41,12 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import bad
-from .exact import Exact, correctly_rounded
+from .exact import Exact, correctly_rounded, estimated
 from .spec import RopeSpec, Scaling
 
 __all__ = [
     "inv_freq",
+    "estimate_inv_freq",
     "base_inv_freq",
     "get_mscale",
     "yarn_correction_range",
@@ -328,7 +329,7 @@ def _check_ranges(spec: RopeSpec, values: tuple[float, ...]) -> None:
 
 
 @functools.lru_cache(maxsize=512)
-def _exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
+def exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
     """Correctly rounded ``(w_0, ..., w_{n-1}, s)`` of ``spec`` at effective length ``length``."""
     make = _vision if spec.vision is not None else FREQUENCY_FORMULAS[spec.scaling.type]
     try:
@@ -347,7 +348,30 @@ def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
         if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
             bad("seq_len", seq_len, "must be a positive integer or None")
         seq_len = int(seq_len)
-    values = _exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
+    values = exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
+    return np.array(values[:-1], dtype=np.float64), float(values[-1])
+
+
+def estimate_inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
+    """:func:`inv_freq`'s formulas evaluated once in float64 arithmetic (:func:`roperef.exact.estimated`).
+
+    Within a few ulp of :func:`inv_freq` and ~100x cheaper uncached, but its last bits depend on
+    the machine's C library: for searches over many candidate specs (conformance's bug-decoy
+    fits), never for the reference. Same arguments, errors and range checks as :func:`inv_freq`.
+    """
+    if not isinstance(spec, RopeSpec):
+        bad("spec", spec, "must be a RopeSpec", TypeError)
+    if seq_len is not None:
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
+            bad("seq_len", seq_len, "must be a positive integer or None")
+        seq_len = int(seq_len)
+    length = 0 if spec.vision is not None else _length(spec, seq_len)
+    make = _vision if spec.vision is not None else FREQUENCY_FORMULAS[spec.scaling.type]
+    try:
+        values = estimated(make(spec, length))
+    except (ZeroDivisionError, OverflowError, ValueError) as exc:
+        bad("spec", spec, f"its frequencies are not defined ({type(exc).__name__}: {exc})")
+    _check_ranges(spec, values)
     return np.array(values[:-1], dtype=np.float64), float(values[-1])
 
 
@@ -374,5 +398,10 @@ def yarn_correction_range(spec: RopeSpec) -> tuple[float, float]:
     """``(low, high)`` of the YaRN ramp over pair index, each correctly rounded (see :func:`_yarn_range`)."""
     if spec.scaling.type != "yarn":
         bad("rope_type", spec.scaling.type, "yarn_correction_range needs a yarn spec")
+    return _yarn_range_values(spec)
+
+
+@functools.lru_cache(maxsize=256)
+def _yarn_range_values(spec: RopeSpec) -> tuple[float, float]:
     low, high = correctly_rounded(lambda e: list(_yarn_range(spec, e)))
     return low, high

@@ -23,7 +23,6 @@ with its assumptions listed, or refused with what to supply; ``overrides=`` supp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -32,6 +31,7 @@ from .hf_model import Assumption, ModelRope, NoRopeError
 from .hf_overrides import apply_overrides
 from .hf_quirks import MODEL_DEFAULTS, HFQuirks
 from .hf_resolve import resolve
+from .json_input import JSONInputError, load_json_file
 from .spec import RopeSpec
 
 __all__ = ["HFQuirks", "MODEL_DEFAULTS", "Assumption", "ModelRope", "NoRopeError", "load_config", "model_rope",
@@ -42,8 +42,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """Read a ``config.json`` file within the limits of :mod:`roperef.json_input` (nesting depth,
     integer digits, finite floats, file size, regular file); JSON ``NaN``/``Infinity`` are read,
     then rejected by validation."""
-    from .json_input import JSONInputError, load_json_file
-
     p = Path(path)
     try:
         data = load_json_file(p, what="config file")

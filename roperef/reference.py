@@ -17,7 +17,7 @@ roundoff of the output. So the angle is kept as an unrounded two-term product
 ``phi = hi + lo`` (Dekker's TwoProduct with Veltkamp splitting; exact, no FMA
 needed) and ``cos``/``sin`` of the exact sum are computed by :func:`roperef.sincos.sincos`
 (an exact Cody-Waite reduction and Taylor kernels from IEEE ``+ - *`` only, within
-0.7 ulp). With that, each output is within a few units of roundoff (``u = 2^-53``) of
+0.7 ulp, error over spacing: :func:`roperef.ulp.ulp_error`). With that, each output is within a few units of roundoff (``u = 2^-53``) of
 the pair magnitude ``s (|x_a| + |x_b|)`` of exact arithmetic on the float64 inputs and
 the float64 ``w`` of :func:`roperef.frequencies.inv_freq`, at every position up to
 ``2^31`` (the golden audit measures it against mpmath). Angles are never accumulated
@@ -61,7 +61,8 @@ def angle_cos_sin(hi: np.ndarray, lo: np.ndarray, s: float) -> tuple[np.ndarray,
     return cos * s, sin * s
 
 
-def _rows_for(spec: RopeSpec, positions: object) -> np.ndarray:
+def rows_for(spec: RopeSpec, positions: object) -> np.ndarray:
+    """The checked positions as rows ``[A, ...]``, one per position axis of ``spec`` (shared with roperef.fast)."""
     pos = check_positions(positions)
     if spec.n_axes == 1:
         return pos[None]
@@ -89,7 +90,7 @@ def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tu
     (dynamic, longrope) defaults to ``max(position) + 1``.
     """
     check_spec(spec)
-    return _tables(spec, _rows_for(spec, positions), seq_len)
+    return _tables(spec, rows_for(spec, positions), seq_len)
 
 
 def _rotate(x64: np.ndarray, cos: np.ndarray, sin: np.ndarray, pm: PairMap) -> np.ndarray:
@@ -103,7 +104,8 @@ def _rotate(x64: np.ndarray, cos: np.ndarray, sin: np.ndarray, pm: PairMap) -> n
     return y
 
 
-def _check_tables(x: np.ndarray, cos: object, sin: object, spec: RopeSpec) -> tuple[np.ndarray, np.ndarray]:
+def check_tables(x: np.ndarray, cos: object, sin: object, spec: RopeSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Given cos/sin tables as float64, checked against ``x`` and ``spec`` (shared with roperef.fast)."""
     c = float_array(cos, "cos").astype(np.float64)
     s = float_array(sin, "sin").astype(np.float64)
     if c.shape != s.shape:
@@ -125,7 +127,7 @@ def apply(x: object, cos: object, sin: object, spec: RopeSpec, out_dtype: object
     """Rotate ``x [..., H, D]`` with given tables ``cos, sin [..., n]`` (broadcast over heads)."""
     check_spec(spec)
     arr = float_array(x, "x")
-    c, s = _check_tables(arr, cos, sin, spec)
+    c, s = check_tables(arr, cos, sin, spec)
     y = _rotate(arr.astype(np.float64), c, s, pair_map(spec))
     return y.astype(resolve_out_dtype(out_dtype), copy=False)
 

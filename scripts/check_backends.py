@@ -36,19 +36,11 @@ EXTRA_CASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def xfail_file(name: str) -> Path | None:
-    folder = ROOT / "conformance" / "backends" / "xfail"
-    for candidate in (name, name.replace("-", "_")):
-        path = folder / f"{candidate}.txt"
-        if path.is_file():
-            return path
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from conformance.backends.names import BUILTIN_BACKENDS
     from conformance.exit_codes import ExitCode
+    from conformance.xfail import xfail_path
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report_dir", type=Path)
@@ -62,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     args.report_dir.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     for name in names:
-        xfail = xfail_file(name)
+        listed = xfail_path(name)
+        xfail = listed if listed.is_file() else None
         runs: list[tuple[Path, list[str], str]] = [(args.report_dir / f"{name}.json", [], name)]
         runs += [(args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}")
                  for d in EXTRA_CASES.get(name, ())]

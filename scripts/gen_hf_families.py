@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from conformance import hf_source  # noqa: E402
 from conformance.hf_truth import (  # noqa: E402
-    _apply_function, _entry_tensors, _labels, _modeling_modules, _quiet, _text_config, _text_rotary_class, indexer_apply,
+    apply_function, entry_tensors, rope_labels, modeling_modules, quiet_transformers, text_config_of, text_rotary_class, indexer_apply,
     probe_apply,
 )
 
@@ -40,10 +40,10 @@ OUT = ROOT / "roperef" / "hf_families.py"
 
 def _pairing(cfg, modules, cls) -> tuple[str | None, str]:
     module = cls(config=cfg)
-    labels = _labels(module, cfg)
+    labels = rope_labels(module, cfg)
     label = labels[0] if labels else None
-    w, s = _entry_tensors(module, label)
-    fn, note = _apply_function(modules, cfg)
+    w, s = entry_tensors(module, label)
+    fn, note = apply_function(modules, cfg)
     if fn is None:
         return None, note
     section = (getattr(cfg, "rope_parameters", None) or {}).get("mrope_section") if isinstance(
@@ -62,14 +62,14 @@ def classify(model_type: str) -> tuple[str, tuple]:
         cfg = AutoConfig.for_model(model_type)
     except Exception as exc:  # noqa: BLE001
         return "other", (f"AutoConfig.for_model raised {type(exc).__name__}",)
-    text = _text_config(cfg)
+    text = text_config_of(cfg)
     if text is not cfg and getattr(text, "model_type", None) != model_type:
         vision = getattr(getattr(cfg, "vision_config", None), "model_type", None)
         return "wrapper", (getattr(text, "model_type", None), vision)
-    modules = _modeling_modules(model_type)
+    modules = modeling_modules(model_type)
     if not hf_source.classes_named(modules, "RotaryEmbedding"):
         return "none", ("no rotary embedding class in its modeling source",)
-    cls, how = _text_rotary_class(modules, cfg)
+    cls, how = text_rotary_class(modules, cfg)
     if cls is None:
         return "other", (how,)
     try:
@@ -106,16 +106,16 @@ def indexer_pairing(model_type: str) -> str | None:
     from transformers import AutoConfig
 
     cfg = AutoConfig.for_model(model_type)
-    modules = _modeling_modules(model_type)
+    modules = modeling_modules(model_type)
     fn, note = indexer_apply(modules, cfg)
-    cls, _ = _text_rotary_class(modules, cfg)
+    cls, _ = text_rotary_class(modules, cfg)
     if fn is None or cls is None:
         return None
     module = cls(config=cfg)
-    labels = _labels(module, cfg)
+    labels = rope_labels(module, cfg)
     if labels:
         return None
-    w, s = _entry_tensors(module, None)
+    w, s = entry_tensors(module, None)
     probe = probe_apply(fn, module, None, 2 * len(w), w, s, None, note)
     return probe.pairing if probe.found else None
 
@@ -129,7 +129,7 @@ def mrope_facts(model_type: str) -> tuple[bool, tuple[int, ...] | None]:
     from transformers import AutoConfig
 
     cfg = AutoConfig.for_model(model_type)
-    cls, _ = _text_rotary_class(_modeling_modules(model_type), cfg)
+    cls, _ = text_rotary_class(modeling_modules(model_type), cfg)
     if cls is None:
         return False, None
     src = inspect.getsource(cls)
@@ -139,7 +139,7 @@ def mrope_facts(model_type: str) -> tuple[bool, tuple[int, ...] | None]:
 
 
 def partial_in_default(model_type: str) -> bool:
-    modules = _modeling_modules(model_type)
+    modules = modeling_modules(model_type)
     found = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
     return any("partial_rotary_factor" in inspect.getsource(c.compute_default_rope_parameters) for c in found)
 
@@ -148,7 +148,7 @@ def render() -> str:
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    _quiet()
+    quiet_transformers()
     warnings.filterwarnings("ignore")
     rope, none, other, wrappers, partial, labels = {}, [], {}, {}, [], {}
     interleaved, sections, indexers = [], {}, {}

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.backends.base import BaseBackend, Capabilities
-from conformance.case import STAGES
+from conformance.vocabulary import STAGES
 
 __all__ = ["BugEngine", "BUGS"]
 

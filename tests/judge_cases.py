@@ -67,7 +67,7 @@ def smoke_cases() -> tuple[GoldenCase, ...]:
 
 
 def subset(pattern: str) -> list[GoldenCase]:
-    from conformance.cases import select
+    from conformance.selection import select
 
     return select(smoke_cases(), pattern)
 
@@ -82,6 +82,7 @@ def write_golden_dir(directory: Path, cases) -> Path:
 
 def materialize_subset(pattern: str) -> list[GoldenCase]:
     """Only the catalogue recipes matching ``pattern``, materialized (cheaper than the whole tier)."""
-    from conformance.cases import catalogue, materialize, select
+    from conformance.cases import catalogue, materialize
+    from conformance.selection import select
 
     return [materialize(r, check_fast=False) for r in select(catalogue("smoke"), pattern)]

@@ -53,7 +53,7 @@ def test_tables_and_frequencies_are_close_to_mpmath(golden):
         if case.stage == "cos_sin":
             assert audit_case(case, samples=40).max_bound <= BOUND_UNITS, case.id
         elif case.stage == "inv_freq":
-            # pow() with a rounded exponent: relative error a few ulp (|ln theta| * 2^-53 ...)
+            # pow() with a rounded exponent: relative error a few ulp, error over spacing (|ln theta| * 2^-53 ...)
             assert audit_case(case).max_bound <= 32, case.id
 
 

@@ -12,6 +12,7 @@ import pytest
 from conformance.backends import mlx as mlx_adapter
 from conformance.backends.mlx import MlxBackend
 from conformance.backends.mlx_lm import MlxLmBackend
+from conformance.xfail import xfail_path
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec, Scaling
 
@@ -62,12 +63,12 @@ def test_missing_library_is_not_supported(monkeypatch):
     assert MlxBackend().supports(make_case(RopeSpec(64), "float32")) == "library not installed: mlx"
 
 
-@pytest.mark.parametrize("backend_cls,xfail", [(MlxBackend, "conformance/backends/xfail/mlx.txt"), (MlxLmBackend, "conformance/backends/xfail/mlx_lm.txt")])
-def test_smoke_tier(mx, backend_cls, xfail):
+@pytest.mark.parametrize("backend_cls,registered", [(MlxBackend, "mlx"), (MlxLmBackend, "mlx-lm")])
+def test_smoke_tier(mx, backend_cls, registered):
     require("conformance.runner")
     if backend_cls is MlxLmBackend:
         require("mlx_lm")
-    results, stale = smoke_results(backend_cls(), xfail)
+    results, stale = smoke_results(backend_cls(), str(xfail_path(registered)))
     bad = [f"{r.status} {r.id}: {r.message}" for r in results if r.status in ("FAIL", "ERROR", "XPASS")]
     assert not bad, "\n".join(bad)
     assert sum(r.status == "PASS" for r in results) >= 30

@@ -14,6 +14,7 @@ from conformance.backends import keras_hub as keras_adapter
 from conformance.backends import penzai as penzai_adapter
 from conformance.backends.keras_hub import KerasHubBackend
 from conformance.backends.penzai import PenzaiBackend
+from conformance.xfail import xfail_path
 from roperef.spec import RopeSpec, Scaling
 
 from _adapter_checks import assert_close, assert_sensitive, make_case, require, smoke_results
@@ -89,11 +90,11 @@ def test_missing_library_is_not_supported(monkeypatch):
     assert KerasHubBackend().supports(make_case(RopeSpec(64), "float32")) == "library not installed: keras_hub"
 
 
-@pytest.mark.parametrize("which", ["keras_hub", "penzai"])
-def test_smoke_tier(request, which):
+@pytest.mark.parametrize("which,registered", [("keras_hub", "keras-hub"), ("penzai", "penzai")])
+def test_smoke_tier(request, which, registered):
     require("conformance.runner")
     backend = request.getfixturevalue(f"{which}_backend")
-    results, stale = smoke_results(backend, f"conformance/backends/xfail/{which}.txt")
+    results, stale = smoke_results(backend, str(xfail_path(registered)))
     bad = [f"{r.status} {r.id}: {r.message}" for r in results if r.status in ("FAIL", "ERROR", "XPASS")]
     assert not bad, "\n".join(bad)
     assert sum(r.status == "PASS" for r in results) >= 20

@@ -18,7 +18,7 @@ import pytest
 from _adapter_checks import assert_sensitive, make_case, require, smoke_results
 from conformance.runner import RunOptions, run_cases
 from conformance.user_cases import load_user_cases
-from conformance.xfail import load_xfail
+from conformance.xfail import load_xfail, xfail_path
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 
@@ -164,7 +164,7 @@ def _stale_patterns(report):
 def test_smoke_tier_and_discrepancy_cases_with_the_xfail_file(backend):
     """The golden smoke tier and examples/onnx_discrepancies, each judged with the backend's xfail file:
     nothing fails outside it, and every entry matches a failure in one of the two runs."""
-    xfail_file = ROOT / "conformance" / "backends" / "xfail" / f"{backend.name}.txt"
+    xfail_file = xfail_path(backend.name)
     results, stale_golden = smoke_results(backend, str(xfail_file))
     bad = [(r.id, r.status, r.message) for r in results if r.status in ("FAIL", "ERROR", "XPASS")]
     assert not bad, bad

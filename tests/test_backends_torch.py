@@ -22,14 +22,13 @@ import pytest
 
 from conformance.backends.names import BUILTIN_BACKENDS
 from conformance.case import GoldenCase
-from conformance.cli_check import load_cases
+from conformance.case_source import load_cases
 from conformance.runner import RunOptions, RunReport, run_cases
-from conformance.xfail import load_xfail
+from conformance.xfail import load_xfail, xfail_path
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 
 ROOT = Path(__file__).resolve().parents[1]
-XFAIL_DIR = ROOT / "conformance" / "backends" / "xfail"
 CI = os.environ.get("CI") == "true"
 #: Table-lookup adapters (torchtune, litgpt, GPT-J) build one row per position: cap it for test time.
 SMALL_CACHE = "70000"
@@ -50,7 +49,7 @@ def backend(name: str):  # type: ignore[no-untyped-def]
 
 
 def smoke(name: str, *, dtypes: tuple[str, ...] = (), filters: tuple[str, ...] = (), tol: tuple[str, ...] = ()) -> RunReport:
-    xfail_file = XFAIL_DIR / f"{name}.txt"
+    xfail_file = xfail_path(name)
     xfail = load_xfail(str(xfail_file)) if xfail_file.is_file() else None
     cases = load_cases(None, "smoke", filters, dtypes).cases
     return run_cases(backend(name), cases, RunOptions(xfail=xfail, tolerance_overrides=tol, diagnose=False))
@@ -129,7 +128,7 @@ def test_rotary_embedding_torch_position_bug_fails_in_the_default_run(tmp_path: 
     for r in fails:
         assert r["diagnosis"]["matches"] == ["positions:" + {"bfloat16": "bf16", "float16": "fp16"}[r["dtype"]]], r["diagnosis"]["summary"]
     assert "positions:bf16 explains every dtype=bfloat16 FAIL" in doc["verdict"]["summary"]
-    xfail = Path(__file__).resolve().parents[1] / "conformance" / "backends" / "xfail" / "rotary-embedding-torch.txt"
+    xfail = xfail_path("rotary-embedding-torch")
     assert main(["check", "--backend", "rotary-embedding-torch", "-q", "--json", str(report), "--xfail", str(xfail)]) == 0
     doc = json.loads(report.read_text())
     assert doc["summary"]["counts"]["XFAIL"] == len(fails) and doc["stale_xfails"] == []

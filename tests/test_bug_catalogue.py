@@ -8,16 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from bug_engines import BugEngine
+from judge_cases import smoke_cases
+
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import budget, run_decoy
 from conformance.bugs.facts import Precision, case_facts
-from conformance.case import STAGES
 from conformance.generated import materialize_all, plan_cases
 from conformance.tolerance import get_profile, resolve
-from judge_cases import smoke_cases
+from conformance.vocabulary import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 

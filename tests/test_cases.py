@@ -9,18 +9,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.case import DTYPES, FAMILIES
-from conformance.cases import (
-    FLAGS,
-    CaseRecipe,
-    DisagreementError,
-    catalogue,
-    materialize,
-    recipe_positions,
-    select,
-    ulp_disagreement,
-)
+from conformance.case import CaseRecipe, GoldenCase, check_case_fields
+from conformance.cases import DisagreementError, catalogue, materialize, recipe_positions
 from conformance.cases_catalog import presets_dir
+from conformance.selection import select
+from conformance.vocabulary import DTYPES, FAMILIES, FLAGS, USER_TIER
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
 SMOKE = catalogue("smoke")
@@ -180,15 +173,6 @@ def test_disagreement_between_reference_and_fast_is_refused(monkeypatch):
         materialize(recipe)
 
 
-def test_ulp_disagreement():
-    a = np.array([1.0, -2.0, 0.0])
-    assert ulp_disagreement(a, a) == 0.0
-    assert ulp_disagreement(np.array([1.0, -2.0]), np.nextafter(np.array([1.0, -2.0]), 10)) <= 1.0
-    assert ulp_disagreement(np.array([1.0]), np.array([1.0 + 3 * 2.0**-52])) == pytest.approx(3.0)
-    assert ulp_disagreement(np.array([np.nan]), np.array([1.0])) == float("inf")
-    assert ulp_disagreement(np.float64(2.0), np.float64(2.0)) == 0.0
-
-
 def test_recipe_validation_names_the_problem():
     good = SMOKE[0]
     with pytest.raises(ValueError, match="flags"):
@@ -197,6 +181,33 @@ def test_recipe_validation_names_the_problem():
         CaseRecipe(**{**good.__dict__, "tier": "huge"})
     with pytest.raises(ValueError, match="case id"):
         CaseRecipe(**{**good.__dict__, "id": "too/short"})
+
+
+def test_golden_case_and_recipe_share_one_validator():
+    """GoldenCase checks the same fields the same way as CaseRecipe (and golden.read_manifest), but for the
+    id's six-part shape, which only a catalogue id (a recipe, a manifest entry) must have."""
+    case = materialize(_one("forward/default/half/float32/b2-s16-h2-d64/near-2p31"))
+    fields = dict(id=case.id, family=case.family, stage=case.stage, spec=case.spec, dtype=case.dtype,
+                  tier=case.tier, flags=case.flags, arrays=case.arrays)
+    args = dict(case_id=case.id, family=case.family, stage=case.stage, dtype=case.dtype, tier=case.tier, flags=case.flags)
+    check_case_fields(**args)
+    with pytest.raises(ValueError, match="case id='too/short'"):  # a catalogue id has six parts
+        check_case_fields(**{**args, "case_id": "too/short"})
+    assert GoldenCase(**{**fields, "id": "too/short"}).id == "too/short"  # a case built in memory keeps its id
+    for key, value, words in (("flags", ("not-a-flag",), "flag vocabulary"), ("tier", "huge", "tier='huge'"),
+                              ("family", "nope", "family='nope'"),
+                              ("stage", "rotate", "stage='rotate'"), ("dtype", "float8", "dtype='float8'"),
+                              ("flags", "odd-position", "must be a list of strings"),
+                              ("id", "forward/a b/half/float32/s/p", "without whitespace")):
+        with pytest.raises(ValueError, match=words):
+            GoldenCase(**{**fields, key: value})
+        with pytest.raises(ValueError, match=words):
+            check_case_fields(**{**args, ("case_id" if key == "id" else key): value})
+    # a user's case keeps its own words: any id without whitespace, any flags
+    own = GoldenCase(**{**fields, "id": "my-case", "tier": USER_TIER, "flags": ("mine", "fp8-path")})
+    assert own.flags == ("mine", "fp8-path")
+    with pytest.raises(ValueError, match="without whitespace"):
+        GoldenCase(**{**fields, "id": "my case", "tier": USER_TIER})
 
 
 def test_family_counts_are_reasonable():

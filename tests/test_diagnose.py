@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from bug_engines import BugEngine
+from judge_cases import forward_case
+
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import run_decoy
-from conformance.case import GoldenCase, STAGES
 from conformance.diagnose import diagnose
 from conformance.runner import RunOptions, run_cases
 from conformance.tolerance import get_profile, resolve
-from judge_cases import forward_case, rounded
+from conformance.vocabulary import STAGES
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 

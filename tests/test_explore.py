@@ -9,19 +9,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from wrong_backends import Buggy
+from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions
 
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
-from conformance.case import FEATURES, STAGES, case_features
+from conformance.case import case_features
 from conformance.cli import main
 from conformance.explore import ExploreConfig, explore
 from conformance.explore_draw import build_case, declared_reason, draw_case
-from conformance.explore_specs import Interface
 from conformance.explore_shrink import candidates
+from conformance.explore_specs import Interface
 from conformance.golden import load_golden
-from wrong_backends import Buggy
-from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions
+from conformance.vocabulary import FEATURES, STAGES
 
 
 def _draws(backend, seeds, dtypes=()):

@@ -1,10 +1,10 @@
-"""Tokens at the same position share one cos/sin row in ``roperef.fast`` (``_shared_positions``).
+"""Tokens at the same position share one cos/sin row in ``roperef.fast`` (``shared_positions``).
 
 When at most half the tokens have distinct positions (a batch of prefills, packed
 sequences that all start at 0) and the tables stay small next to the output, ``forward``
 and ``backward`` compute cos/sin once per distinct position and then stream ``x`` through
 them. These tests check when that path is chosen and that it writes exactly what the
-per-token pipeline writes (bit for bit), within 2 ulp of the reference. Hypothesis cases
+per-token pipeline writes (bit for bit), within 2 ulp (representable steps) of the reference. Hypothesis cases
 are small, so they run with the sharing limits lifted (``SHARED``) and sharing off
 (``PER_TOKEN``).
 """
@@ -18,9 +18,9 @@ from fast_paths import assert_same_and_close, settings, two_paths
 from hypothesis import given
 from hypothesis import settings as examples
 from strategies import rope_cases, rope_specs
-from ulp import max_ulp
 
 from roperef import RopeSpec, fast, reference
+from roperef.ulp import max_ulp_steps
 
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 
@@ -36,16 +36,16 @@ def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def test_when_rows_are_shared():
     prefill = np.arange(2048, dtype=np.int64)[None].repeat(8, 0).reshape(1, -1)  # [A=1, N=8*2048]
-    distinct, index = fast._shared_positions(prefill, 8 * 64, 32)
+    distinct, index = fast.shared_positions(prefill, 8 * 64, 32)
     assert distinct.shape == (1, 2048)
     assert np.array_equal(distinct[0, index], prefill[0])  # every token finds its own position
     shifted = (np.arange(2048)[None] + 7 * np.arange(8)[:, None]).reshape(1, -1)  # the benchmark's offsets
-    assert fast._shared_positions(shifted, 8 * 64, 32)[0].shape == (1, 2048 + 49)
-    assert fast._shared_positions(np.arange(4096)[None], 32 * 128, 64) is None  # B = 1: nothing to share
-    assert fast._shared_positions(prefill, 64, 32) is not None  # H=1, D=64, B=8: tables 1/8 of the output
-    assert fast._shared_positions(prefill[:, : 4 * 2048], 64, 32) is None  # B=4: they would be 1/4
+    assert fast.shared_positions(shifted, 8 * 64, 32)[0].shape == (1, 2048 + 49)
+    assert fast.shared_positions(np.arange(4096)[None], 32 * 128, 64) is None  # B = 1: nothing to share
+    assert fast.shared_positions(prefill, 64, 32) is not None  # H=1, D=64, B=8: tables 1/8 of the output
+    assert fast.shared_positions(prefill[:, : 4 * 2048], 64, 32) is None  # B=4: they would be 1/4
     three_axes = np.stack([prefill[0], prefill[0] // 2, prefill[0] % 3])  # mRoPE rows [3, N]
-    distinct, index = fast._shared_positions(three_axes, 8 * 64, 32)
+    distinct, index = fast.shared_positions(three_axes, 8 * 64, 32)
     assert np.array_equal(distinct[:, index], three_axes)
 
 
@@ -54,13 +54,13 @@ def test_prefill_batch_takes_the_shared_path_and_is_exact():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((8, 256, 8, 64))
     pos = np.arange(256)[None].repeat(8, 0) + 4000
-    assert fast._shared_positions(pos.reshape(1, -1), 8 * 64, spec.n_pairs) is not None
+    assert fast.shared_positions(pos.reshape(1, -1), 8 * 64, spec.n_pairs) is not None
     got = fast.forward(x, pos, spec)
     with settings(PER_TOKEN):
         per_token = fast.forward(x, pos, spec)
     assert_same_and_close(got, per_token, reference.forward(x, pos, spec), "prefill batch")
     back = fast.backward(got, pos, spec, out_dtype=np.float32)
-    assert max_ulp(back, reference.backward(got, pos, spec, out_dtype=np.float32)) <= 2
+    assert max_ulp_steps(back, reference.backward(got, pos, spec, out_dtype=np.float32)) <= 2
 
 
 @examples(max_examples=40)

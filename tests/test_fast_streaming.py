@@ -4,7 +4,7 @@ Outputs of at least ``fast.STREAM_MIN_BYTES`` (16-byte aligned, whole 16-byte st
 token) are rotated into a per-block scratch and written with non-temporal stores
 (:mod:`roperef.fast_llvm`). These tests check when that path is chosen, and that it
 writes exactly the bytes the ordinary path writes (bit for bit, every layout and
-dtype), which are within 2 ulp of the reference. Hypothesis cases are small, so they
+dtype), which are within 2 ulp (representable steps) of the reference. Hypothesis cases are small, so they
 run with every aligned output streamed (``STREAMED``); one test uses a real 16 MiB
 output at the real threshold.
 """
@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 from strategies import rope_cases, rope_specs
-from ulp import max_ulp
 
 from roperef import RopeSpec, fast, reference
+from roperef.ulp import max_ulp_steps
 
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 BIG = (1, 1024, 16, 128)  # float64: exactly 16 MiB
@@ -45,23 +45,23 @@ def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 def test_streams_only_large_aligned_whole_store_outputs():
     y = np.empty(BIG)
     assert y.ctypes.data % 16 == 0  # NumPy's allocator aligns to at least 16 bytes
-    assert fast._streams(y)
-    assert not fast._streams(np.empty((1, 1023, 16, 128)))  # 16 KiB under the threshold
+    assert fast.streams(y)
+    assert not fast.streams(np.empty((1, 1023, 16, 128)))  # 16 KiB under the threshold
     misaligned = np.empty(y.size + 1)[1:].reshape(BIG)  # address 8 mod 16
     assert misaligned.ctypes.data % 16 == 8
-    assert not fast._streams(misaligned)
+    assert not fast.streams(misaligned)
     odd_token = np.empty((2**22 + 1, 1, 6), dtype=np.float32)  # 24 bytes per token: not whole 16-byte stores
     assert odd_token.nbytes >= fast.STREAM_MIN_BYTES
-    assert not fast._streams(odd_token)
+    assert not fast.streams(odd_token)
 
 
 def test_streams_only_when_memory_bound():
     """The forward computes ``n`` cos/sin pairs per token: streaming needs ``H*D >= 32 n`` elements."""
     y = np.empty((16384, 8, 64))  # 64 MiB, 512 elements per token
     assert fast.STREAM_MIN_ELEMENTS_PER_PAIR == 32
-    assert fast._streams(y)  # apply: no cos/sin computed
-    assert fast._streams(y, pairs_per_token=16)  # 32 elements per pair
-    assert not fast._streams(y, pairs_per_token=32)  # 16 elements per pair: libm-bound
+    assert fast.streams(y)  # apply: no cos/sin computed
+    assert fast.streams(y, pairs_per_token=16)  # 32 elements per pair
+    assert not fast.streams(y, pairs_per_token=32)  # 16 elements per pair: libm-bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,18 +77,18 @@ def test_large_output_is_streamed_and_exact(pairing):
     pos = np.arange(BIG[1], dtype=np.int64)[None] + 70000
     want = reference.forward(x, pos, spec)
     out = np.full(BIG, np.nan)
-    assert fast._streams(out, spec.n_pairs)
+    assert fast.streams(out, spec.n_pairs)
     assert fast.forward(x, pos, spec, out=out) is out
     with settings(ORDINARY):
         ordinary = fast.forward(x, pos, spec)
     assert_same_and_close(out, ordinary, want, "forward")
     # The same call into a misaligned out= (ordinary stores) writes the same values.
     misaligned = np.empty(x.size + 1)[1:].reshape(BIG)
-    assert not fast._streams(misaligned, spec.n_pairs)
+    assert not fast.streams(misaligned, spec.n_pairs)
     fast.forward(x, pos, spec, out=misaligned)
     assert np.array_equal(misaligned, out)
     back = fast.backward(out, pos, spec)
-    assert max_ulp(back, reference.backward(out, pos, spec)) <= 2
+    assert max_ulp_steps(back, reference.backward(out, pos, spec)) <= 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,5 +134,5 @@ def test_varlen_streamed_equal_ordinary():
     want = reference.forward(x, None, spec, cu_seqlens=cu)
     streamed, ordinary = both_paths(lambda: fast.forward(x, None, spec, cu_seqlens=cu))
     with settings(STREAMED):
-        assert fast._streams(streamed)  # 3 heads x 64 float64 = 96 whole 16-byte stores per token
+        assert fast.streams(streamed)  # 3 heads x 64 float64 = 96 whole 16-byte stores per token
     assert_same_and_close(streamed, ordinary, want, "varlen")

@@ -12,7 +12,7 @@ The model (:func:`conformance.exact_model.mp_inv_freq`, shared with the golden a
 plain mpmath written from the spec text, not roperef's evaluation.
 
 The second half shows that nothing platform-dependent feeds the reference: NumPy's and
-the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp change
+the math module's ``power``/``exp``/``log``/``cos``/``sin`` perturbed by one ulp (one representable step, ``nextafter``) change
 neither the reference's outputs nor the golden verification.
 """
 
@@ -138,9 +138,40 @@ def test_libm_and_numpy_transcendentals_perturbed_by_one_ulp_change_nothing(monk
         monkeypatch.setattr(np, name, _one_ulp_up(getattr(np, name)))
     for name in PERTURBED_MATH:
         monkeypatch.setattr(math, name, _one_ulp_up(getattr(math, name)))
-    frequencies._exact_values.cache_clear()  # recompute the frequencies under the perturbation
+    frequencies.exact_values.cache_clear()  # recompute the frequencies under the perturbation
     after = _outputs(specs, x, pos)
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)
     # the checked-in goldens still verify bit for bit (every stored output recomputed)
     assert verify_golden(default_golden_dir()) == []
+
+
+@settings(deadline=None, max_examples=60)
+@given(spec=rope_specs(max_head_dim=64), seq_len=st.none() | st.integers(1, 1 << 20))
+def test_the_float64_estimate_is_within_a_few_ulp_of_the_exact_values(spec, seq_len):
+    """``estimate_inv_freq`` (the same formulas in float64, for conformance's decoy fits) stays within
+    64 ulp (error over spacing at the exact value) of the correctly rounded frequencies, away from
+    the branch boundaries a float64 evaluation may decide the other way (llama3 band edges, YaRN
+    floor/ceil): those pairs may take the other branch and are skipped when the exact value moved."""
+    from roperef.frequencies import estimate_inv_freq
+
+    want, want_s = inv_freq(spec, seq_len)
+    got, s = estimate_inv_freq(spec, seq_len)
+    assert got.shape == want.shape and got.dtype == np.float64
+    assert abs(s - want_s) <= 64 * np.spacing(abs(want_s)), (s, want_s, spec)
+    nz = want != 0
+    assert np.array_equal(got == 0, ~nz)
+    err = np.abs(got[nz] - want[nz]) / np.spacing(np.abs(want[nz]))
+    if spec.scaling.type in ("llama3", "yarn"):
+        err = err[err < 2**20]  # a pair on the other side of a band edge or ramp end: a different branch
+    assert err.size == 0 or err.max() <= 64, (err.max(), spec, seq_len)
+
+
+def test_the_reference_never_uses_the_estimate():
+    """Only conformance's decoy fits may call the float64 estimate: no roperef module but its definers."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "roperef"
+    users = sorted(p.name for p in root.glob("*.py")
+                   if "estimate" in p.read_text() and p.name not in ("exact.py", "frequencies.py"))
+    assert users == [], users

@@ -350,3 +350,13 @@ def test_ntk_alpha_that_shrinks_the_base_below_one_is_refused():
 def test_llama3_equal_band_factors_are_accepted():
     """Llama 4 sets high_freq_factor == low_freq_factor: the middle band is empty (Meta's code and HF accept it)."""
     RopeSpec(head_dim=64, scaling={**LLAMA3, "low_freq_factor": 1.0, "high_freq_factor": 1.0})
+
+
+def test_show_keeps_both_ends_of_a_long_value():
+    """A long path in an error message keeps its file name (the end), not only its directories."""
+    from roperef.errors import show
+
+    path = "/tmp/" + "d" * 200 + "/config.json"
+    text = show(path)
+    assert len(text) == 80 and text.startswith("'/tmp/ddd") and text.endswith("/config.json'") and "..." in text
+    assert show("short") == "'short'"

@@ -57,7 +57,7 @@ def _beside(folder: Path) -> list[str]:
 def test_a_write_that_fails_midway_leaves_the_old_set_untouched(target, new_cases, monkeypatch, fault, at):
     before, around = _snapshot(target), _beside(target)
     after = 0 if at == "first" else len(new_cases)  # the manifest is written after every .npz
-    real = golden_mod._write_new
+    real = golden_mod.write_new
     written = []
 
     def failing(path, data):
@@ -66,7 +66,7 @@ def test_a_write_that_fails_midway_leaves_the_old_set_untouched(target, new_case
         written.append(path)
         real(path, data)
 
-    monkeypatch.setattr(golden_mod, "_write_new", failing)
+    monkeypatch.setattr(golden_mod, "write_new", failing)
     with pytest.raises(type(fault)):
         write_golden(new_cases, target, force=True)
     assert _snapshot(target) == before and _beside(target) == around  # no staging directory left

@@ -23,7 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
-from ..case import DTYPES, FEATURES, STAGES, GoldenCase, case_features
+from ..case import GoldenCase, case_features
+from ..vocabulary import DTYPES, FEATURES, STAGES
 
 __all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages", "assumed_capabilities", "declaration_notes"]
 

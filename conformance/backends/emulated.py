@@ -6,7 +6,7 @@
   ratio scaled/unscaled, i.e. the YaRN/llama3 blend, the longrope factors, 1/f, the NTK
   base change) is applied as one float32 multiply. The attention factor is rounded to float32.
 - angles ``phi = fl32(fl32(p) * w)``; ``cos``/``sin`` of that float32 angle, correctly
-  rounded to float32 (as CUDA ``cosf``/``sinf`` within their 2 ulp), times ``s``.
+  rounded to float32 (as CUDA ``cosf``/``sinf`` within their 2 ulp, error over spacing), times ``s``.
 - tables and the rotation in float32 (``tables="float32"``) or cast to the input dtype
   first (``tables="input"``: bf16/fp16 tables and multiplies, as many engines do);
   the result is returned in the input dtype. Pass-through channels are copied.
@@ -25,7 +25,7 @@ from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec, Scaling
 
-from ..case import STAGES
+from ..vocabulary import STAGES
 from .base import BaseBackend, Capabilities
 
 __all__ = ["Float32Emulation", "float32_inv_freq", "emulation_rows"]

@@ -13,6 +13,9 @@ tables); ``forward``/``backward`` with positions ``p0_b + arange(T)`` per row
 (``seqlen_offsets`` tensor) or packed sequences restarting at 0 (``cu_seqlens``), tables
 from ``RotaryEmbedding._update_cos_sin_cache``. Backward: flash-attn's autograd Function.
 Needs a CUDA GPU; NOT_SUPPORTED otherwise.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ CPU tensor has ``device.index = None`` and ``torch.cuda.device(None)`` raises
 torch, before the interpreter is reached. Re-implementing the wrapper here would test our
 copy, not flash-attn, so without a CUDA device the adapter reports NOT_SUPPORTED with that
 reason; on a GPU machine it runs the real kernel.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .liger import ensure_triton_backend
 from .torch_util import missing, to_numpy, to_torch

@@ -1,4 +1,8 @@
-"""Shared guard for GPU-only adapters: a reason string when CUDA or the library is missing."""
+"""Shared guard for GPU-only adapters: a reason string when CUDA or the library is missing.
+
+torch is imported lazily, inside :func:`gpu_reason`: an optional library,
+loaded only when a GPU adapter asks.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..case import FEATURES
+from ..vocabulary import FEATURES
 from .torch_util import missing
 
 __all__ = ["gpu_reason", "sequence_offsets", "CUDA_KERNEL_FEATURES"]

@@ -31,6 +31,9 @@ initial state, which is the reference's stateless rule.
 
 Precision (read from transformers 5.24): inv_freq and angles in float32; tables cast to
 the input dtype (a float64 input gets float32-accurate tables cast up).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import FEATURES, GoldenCase, case_features
+from ..case import GoldenCase, case_features
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .hf_families import FAMILIES, Family
 from .torch_util import max_cache_rows, missing, positions_to_torch, to_numpy, to_torch, vjp
@@ -157,7 +161,7 @@ class HFBackend(BaseBackend):
         inv, s = fam.inv_freq(fam.config(spec), int(seq_len))
         return to_numpy(inv), float(s)
 
-    def _position_ids(self, fam: Family, spec: RopeSpec, positions: np.ndarray, grid: tuple[int, ...]) -> Any:
+    def position_ids(self, fam: Family, spec: RopeSpec, positions: np.ndarray, grid: tuple[int, ...]) -> Any:
         """HF-shaped position ids for a token grid ``grid``: ``[B, T]`` (or ``[3, B, T]``; ``[N, 2]`` vision)."""
         pos = np.asarray(positions, dtype=np.int64)
         if fam.vision:
@@ -180,7 +184,7 @@ class HFBackend(BaseBackend):
         grid = pos.shape[1:] if spec.mrope_section is not None else pos.shape[:-1] if fam.vision else pos.shape
         module = fam.rotary_module(fam.config(spec, self._max_positions(fam, spec, pos)))
         dummy = torch.zeros(1, dtype=torch.float32)
-        cos, sin = fam.tables(module, dummy, self._position_ids(fam, spec, pos, tuple(grid)))
+        cos, sin = fam.tables(module, dummy, self.position_ids(fam, spec, pos, tuple(grid)))
         n = spec.n_pairs
         shape = (*grid, n)
         return to_numpy(fam.to_pairs(cos, n)).reshape(shape), to_numpy(fam.to_pairs(sin, n)).reshape(shape)
@@ -210,7 +214,7 @@ class HFBackend(BaseBackend):
         grid = shape[:-2]
         pos = np.asarray(positions, dtype=np.int64)
         module = fam.rotary_module(fam.config(spec, self._max_positions(fam, spec, pos)))
-        pid = self._position_ids(fam, spec, pos, grid)
+        pid = self.position_ids(fam, spec, pos, grid)
 
         def fn(xt: Any) -> Any:
             cos, sin = fam.tables(module, xt, pid)

@@ -26,11 +26,15 @@ All rotary modules compute ``inv_freq`` in float32 (``torch.float``) and the ang
 ``position_ids.float() * inv_freq`` in float32; cos/sin are cast to the input dtype
 (except the Qwen2-VL vision module, which returns float32 tables and rotates in float32,
 and Cohere, whose apply function rotates in float32 and casts back).
+
+transformers and torch are imported lazily, inside the functions that use them: optional
+libraries, loaded only when the hf adapter runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +50,6 @@ def partial_factor(head_dim: int, d: int) -> float:
     rho = d / head_dim
     if int(head_dim * rho) == d:
         return rho
-    import math
-
     up = math.nextafter(rho, 2.0)
     while int(head_dim * up) < d:
         up = math.nextafter(up, 2.0)

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from roperef.positions import varlen
+
 __all__ = ["missing_modules", "positions_fit_int32", "to_jax", "to_numpy", "int32_positions", "JitCache", "vjp_x", "as_bshd", "call_bshd"]
 
 _INT32 = np.iinfo(np.int32)
@@ -90,8 +92,6 @@ def as_bshd(x: np.ndarray, positions: Any, cu_seqlens: Any) -> tuple[np.ndarray,
     input becomes one batch row (positions restart per sequence when not given)."""
     if cu_seqlens is not None:
         if positions is None:
-            from roperef.positions import varlen
-
             positions = varlen(np.asarray(cu_seqlens))
         return x[None], np.asarray(positions)[None]
     return x, np.broadcast_to(np.asarray(positions), x.shape[:2])

@@ -25,6 +25,9 @@ API mapping (keras-hub 0.32, ``keras_hub/src/layers/modeling/rotary_embedding.py
 ``KERAS_BACKEND=jax`` must be set before keras is first imported: the adapter sets it when
 keras is not imported yet and reports NOT_SUPPORTED when keras already runs another backend.
 Backward: ``jax.vjp`` of the same jitted forward.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def _make_layer(spec: RopeSpec, dtype: str) -> Any:
 
 @dataclass
 class KerasHubBackend(BaseBackend):
-    name: str = "keras_hub"
+    name: str = "keras-hub"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 

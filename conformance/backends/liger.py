@@ -15,6 +15,9 @@ CPU: the kernel runs under the Triton interpreter. ``TRITON_INTERPRET=1`` must b
 environment before ``triton`` is imported; the adapter sets it when no CUDA device is
 present and triton is not imported yet, and otherwise reports NOT_SUPPORTED with that
 reason (run the check with ``--isolate`` so the worker process sets it first).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
-from .hf import route
+from .hf import HFBackend, route
 from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch
 
 __all__ = ["LigerBackend", "ensure_triton_backend", "interpreted"]
@@ -113,15 +117,13 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
             return to_numpy(self._rotate(to_torch(x), torch.cat((c, c), -1), torch.cat((s, s), -1), spec))
 
     def _forward_fn(self, spec: RopeSpec, positions: np.ndarray, shape: tuple[int, ...]) -> Any:
-        from .hf import HFBackend
-
         ensure_triton_backend()
         fam = route(spec)
         assert not isinstance(fam, str)
         grid = tuple(shape[:-2])
         hf = HFBackend()
         module = fam.rotary_module(fam.config(spec))
-        pid = hf._position_ids(fam, spec, np.asarray(positions, dtype=np.int64), grid)
+        pid = hf.position_ids(fam, spec, np.asarray(positions, dtype=np.int64), grid)
 
         def fn(xt: Any) -> Any:
             cos, sin = fam.tables(module, xt, pid)

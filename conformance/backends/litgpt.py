@@ -17,6 +17,9 @@ Mapped the way ``litgpt.model.GPT`` / ``CausalSelfAttention`` use them:
 Precision: ``theta`` and ``idx_theta = outer(arange.float()/condense_ratio, theta)`` in
 float32, cos/sin float32 (attention scaling folded in); ``apply_rope`` multiplies the input
 by the float32 tables (promoting bf16/fp16 to float32) and casts back.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy, to_torch
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..case import STAGES
+from ..vocabulary import STAGES
 
 __all__ = ["LoadError", "load_target", "is_file_selector", "backend_candidates", "file_candidates"]
 

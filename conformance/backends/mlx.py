@@ -24,6 +24,9 @@ API mapping (mlx 0.32, ``mlx/fast.cpp``)::
   cannot describe, so it is not declared.
 
 Backward: ``mx.vjp`` (MLX's RoPE VJP is the same kernel with the inverse rotation).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -103,8 +107,6 @@ def mlx_run(rope: Any, x: np.ndarray, offsets: np.ndarray, backward: bool) -> np
 
 
 def _periods(spec: RopeSpec, seq_len: int) -> np.ndarray:
-    from roperef.frequencies import inv_freq
-
     w, _ = inv_freq(spec, seq_len)
     with np.errstate(divide="ignore"):
         return np.where(w == 0.0, np.inf, 1.0 / w).astype(np.float32)

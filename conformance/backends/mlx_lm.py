@@ -19,6 +19,9 @@ Layers per type: ``default``/``linear`` -> ``nn.RoPE`` (``scale = 1/factor``); `
 ``ProportionalRoPE``. All run ``mx.fast.rope`` (float32 angles, tables in the input dtype);
 the frequency vectors are built in float32. ``ntk`` has no HF/mlx-lm type.
 Backward: ``mx.vjp``.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def hf_scaling_config(spec: RopeSpec) -> tuple[dict[str, Any] | None, int | None
 
 @dataclass
 class MlxLmBackend(BaseBackend):
-    name: str = "mlx_lm"
+    name: str = "mlx-lm"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
     def library_reason(self) -> "str | None":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..case import STAGES
+from ..vocabulary import STAGES
 from .base import Capabilities
 from .roperef_module import RoperefModuleBackend
 

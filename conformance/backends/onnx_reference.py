@@ -11,6 +11,9 @@ does not refuse it but indexes the cache from its end (NumPy's negative indexing
 ``position_ids = -1`` silently rotates by the last row's angle, where onnxruntime raises ``out of
 range``: the golden cases with negative positions FAIL, listed in
 ``conformance/backends/xfail/onnx-reference.txt`` (docs/backends-onnx.md has the reproducer).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

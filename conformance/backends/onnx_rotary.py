@@ -26,6 +26,9 @@ How the adapters feed them (both operators, both runtimes):
   precomputed caches. Negative positions are passed as they are: they have no row, and what the
   runtime does with them (refuse, or index from the end) is judged. This judges the operator's gather and rotation for every scaling type, not
   a frequency formula (the caches are inputs of the operator).
+
+onnx is imported lazily, inside the functions that build models: an optional library, loaded
+only when an ONNX adapter runs.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from roperef import reference
 from roperef.spec import RopeSpec
 
 __all__ = ["ONNX_DTYPES", "standard_model", "contrib_model", "to_operator_layout", "from_operator_layout",
@@ -133,8 +137,6 @@ def forward_caches(spec: RopeSpec, positions: np.ndarray, dtype: np.dtype) -> tu
     whose rows at the used non-negative positions hold roperef's exact values (zero elsewhere), and
     ``position_ids [B, S]`` int64: the case's positions unchanged, negative ones included (a negative
     position has no row; what the operator does with it is what is judged)."""
-    from roperef import reference
-
     pos = np.asarray(positions, dtype=np.int64)
     ids = pos.reshape(pos.shape[0], -1) if pos.ndim == 2 else pos.reshape(1, -1)
     rows = max(int(ids.max()) + 1, 1) if ids.size else 1

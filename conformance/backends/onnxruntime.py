@@ -22,6 +22,9 @@ Two backends (``onnxruntime``, ``onnxruntime-contrib``), one single-node model e
   fewer rows than the sequence (``Updating cos_cache and sin_cache in RotaryEmbedding is not
   currently supported``) even when every position is in range (packed sequences restarting at 0).
   The contrib op's ``scale`` attribute has no effect on CPU and is not used.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .onnx_rotary import ONNX_DTYPES, apply_tables, contrib_model, forward_caches, from_operator_layout, standard_model, to_operator_layout
 from .torch_util import cache_rows_reason, missing

@@ -14,6 +14,9 @@ bfloat16/float16 inputs), then cast back to the input dtype. So angles and table
 denominator ``r`` (GPT-NeoX's ``rotary_pct``); no other window, no scaling of any kind
 (penzai's Llama/Mistral converters read only ``rope_theta``).
 Backward: ``jax.vjp`` of the jitted forward.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

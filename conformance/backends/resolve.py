@@ -24,7 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..case import STAGES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import STAGES
 from .base import BaseBackend, Capabilities, assumed_capabilities, backend_stages
 from .load_file import LoadError, file_candidates, load_target
 from .names import BUILTIN_BACKENDS

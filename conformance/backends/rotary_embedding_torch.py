@@ -24,6 +24,9 @@ casting back.
 The library exposes no cos/sin tables and no apply-with-tables function, so only
 ``inv_freq`` (the ``freqs`` parameter; default and ntk), ``forward`` and ``backward``
 (autograd) are adapted.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch
 

@@ -9,6 +9,7 @@ adapter can never modify the judge's input arrays.
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 import numpy as np
@@ -32,8 +33,6 @@ def max_cache_rows() -> int:
 
     Engines such as torchtune, litgpt and GPT-J precompute one row per position, so a case at
     position ~2^20 costs a ~2^20-row table (seconds of CPU); CI may lower the limit for time."""
-    import os
-
     raw = os.environ.get("ROPEREF_MAX_CACHE_ROWS")
     if raw is None:
         return DEFAULT_MAX_CACHE_ROWS

@@ -16,6 +16,9 @@ sizes the cache to ``max(position) + 1`` rows and declines positions past
 (varlen) sequences are a ``[1, tokens]`` batch. torchtune's ``VisionRotaryPositionalEmbeddings``
 is a third 2-D form (adjacent pairs, (x+1, y+1) per tile, CLS token at zero) that
 :class:`RopeSpec` does not describe: not adapted.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES, GoldenCase
+from ..case import GoldenCase
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy
 

@@ -13,6 +13,9 @@ Stages: ``forward`` and ``backward`` (autograd, incl. TE's fused backward) for p
 ``arange(T)`` shared by every row (``bshd``) or packed sequences restarting at 0 (``thd``),
 with the fused kernel (``fused=True``). Releases that accept ``start_positions`` (per-row
 offsets) are used for offset rows. Needs a CUDA GPU.
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ model dtype) and looks it up by position, so positions must lie in ``[0, max_pos
 the adapter sets ``max_position = max(position) + 1``. Dynamic NTK in vLLM is static
 (``L = M*f``), a named policy the reference does not implement: not adapted. Needs a CUDA
 GPU and a vLLM install (which pins its own torch: run it in its own environment).
+
+The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
+and importing this adapter needs none of them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import FEATURES
+from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .gpu_util import gpu_reason
 from .hf_families import rope_parameters

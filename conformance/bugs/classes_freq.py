@@ -16,6 +16,7 @@ from .facts import CaseFacts
 from .freqs import (llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator,
                     scaling_twice, with_scaling, yarn_ramp)
 from .model import BugClass, Family, Hints, Probe
+from .rounding import round_to
 
 __all__ = ["FREQ_CLASSES", "freq_visible"]
 
@@ -69,8 +70,6 @@ def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | N
     if d.scale is not None:
         s = d.scale(s)
     if d.round_freqs:
-        from .rounding import round_to
-
         w = round_to(d.round_freqs, w)
     return w, s
 

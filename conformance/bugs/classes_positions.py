@@ -10,6 +10,7 @@ from ..case import GoldenCase
 from .decoy import Decoy
 from .facts import CaseFacts
 from .model import BugClass, Family, Hints, Probe
+from .rounding import round_to
 
 __all__ = ["POSITION_CLASSES"]
 
@@ -77,8 +78,6 @@ def _row_starts(case: GoldenCase):
 
 
 def _offset_plus_index(r: np.ndarray, start: np.ndarray, dtype: str) -> np.ndarray:
-    from .rounding import round_to
-
     return round_to(dtype, round_to(dtype, r - start) + round_to(dtype, start))
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from roperef.frequencies import base_inv_freq
+from roperef.frequencies import estimate_inv_freq
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.reference import two_product
@@ -41,7 +42,7 @@ from ..conditioning import blend_conditioning
 from ..tolerance import Resolved, position_rows
 from .rounding import round_to, rounding_slack
 
-__all__ = ["Decoy", "DecoyRun", "run_decoy", "budget", "protocol_seq_len"]
+__all__ = ["Decoy", "DecoyRun", "run_decoy", "budget", "protocol_seq_len", "decoy_inv_freq"]
 
 Arr = np.ndarray
 
@@ -101,11 +102,22 @@ class _Freqs:
     slack: Arr  # absolute rounding slack of each w (0 without a frequency rounding)
 
 
-def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved) -> _Freqs:
+def decoy_inv_freq(case: GoldenCase, spec: RopeSpec, seq: int, estimate: bool = False) -> tuple[Arr, float]:
+    """The frequencies of a decoy's ``spec`` at length ``seq``: exact (:func:`roperef.frequencies.inv_freq`,
+    cached) unless ``estimate`` and the spec or length differ from the case's own; then the same
+    formulas in float64 (:func:`roperef.frequencies.estimate_inv_freq`: a few ulp, ~30x cheaper
+    than an exact evaluation). A parameter fit tries hundreds of thetas, factors and lengths per
+    failing case with the estimate and re-evaluates its answer exactly (:mod:`.fit`)."""
+    if estimate and not (spec == case.spec and seq == protocol_seq_len(case)):
+        return estimate_inv_freq(spec, seq)
+    return ref_inv_freq(spec, seq)
+
+
+def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved, estimate: bool = False) -> _Freqs:
     seq = protocol_seq_len(case)
     if d.seq_len is not None:
         seq = int(d.seq_len(seq))
-    w, s = d.freqs(spec, seq) if d.freqs is not None else ref_inv_freq(spec, seq)
+    w, s = d.freqs(spec, seq) if d.freqs is not None else decoy_inv_freq(case, spec, seq, estimate)
     w = np.asarray(w, dtype=np.float64)
     if d.scale is not None:
         s = float(d.scale(s))
@@ -128,10 +140,11 @@ def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved) -> _Fr
     return _Freqs(w, float(s), rel, slack)
 
 
-def _tables(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved, grid: tuple[int, ...] | None) -> tuple[Arr, Arr, Arr, Arr, float]:
+def _tables(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved, grid: tuple[int, ...] | None,
+            estimate: bool = False) -> tuple[Arr, Arr, Arr, Arr, float]:
     """``(cos, sin, coef, table_slack, s)``: buggy tables ``[*P, n]`` and, per (token, pair), the
     bound coefficient per unit of pair magnitude (angle and rounding terms, ``s`` included)."""
-    f = _frequencies(case, d, spec, r)
+    f = _frequencies(case, d, spec, r, estimate)
     rows = position_rows(case.spec, case.arrays["positions"], grid)
     rows = np.asarray(d.rows(rows) if d.rows is not None else rows, dtype=np.float64)
     if d.round_positions:
@@ -187,12 +200,14 @@ def _untouched_rows(case: GoldenCase, n_lead: int) -> slice | None:
     return slice(1, None) if n_lead >= 2 else None
 
 
-def run_decoy(case: GoldenCase, d: Decoy, r: Resolved) -> DecoyRun:
-    """The outputs of ``case``'s stage computed with bug ``d``, and their bound at precision ``r``."""
+def run_decoy(case: GoldenCase, d: Decoy, r: Resolved, estimate: bool = False) -> DecoyRun:
+    """The outputs of ``case``'s stage computed with bug ``d``, and their bound at precision ``r``
+    (``estimate``: a spec or length other than the case's own takes float64-estimated frequencies,
+    see :func:`decoy_inv_freq`)."""
     spec = d.spec or case.spec
     a = case.arrays
     if case.stage == "inv_freq":
-        f = _frequencies(case, d, spec, r)
+        f = _frequencies(case, d, spec, r, estimate)
         bw = np.abs(f.w) * (r.c_out * r.u_out + r.u_ang * f.rel) + f.slack + r.floor
         bs = abs(f.s) * (r.c_out * r.u_out + r.c_ang * r.u_ang) + r.floor
         return DecoyRun({"inv_freq": f.w, "attention_factor": np.asarray(f.s)}, {"inv_freq": bw, "attention_factor": np.asarray(bs)})
@@ -206,7 +221,7 @@ def run_decoy(case: GoldenCase, d: Decoy, r: Resolved) -> DecoyRun:
         coef = np.broadcast_to(np.hypot(cos, sin) * (r.c_out * r.u_out + r.c_tab * r.u_tab), (*x.shape[:-2], cos.shape[-1]))
         return DecoyRun({"y": y}, {"y": _pair_bound(x, coef, pm, r.floor)})
     if case.stage == "cos_sin":
-        cos, sin, coef, tslack, _ = _tables(case, d, spec, r, None)
+        cos, sin, coef, tslack, _ = _tables(case, d, spec, r, None, estimate)
         if d.reverse:
             sin = -sin
         b = coef + tslack + r.floor
@@ -214,7 +229,7 @@ def run_decoy(case: GoldenCase, d: Decoy, r: Resolved) -> DecoyRun:
     name, out = ("x", "y") if case.stage == "forward" else ("grad", "grad_x")
     x = np.asarray(a[name], dtype=np.float64)
     backward = case.stage == "backward"
-    cos, sin, coef, tslack, _ = _tables(case, d, spec, r, x.shape[:-2])
+    cos, sin, coef, tslack, _ = _tables(case, d, spec, r, x.shape[:-2], estimate)
     pm = _pair_map(case, d, spec, backward)
     y = _rotate(x, cos, sin, pm, -1.0 if backward != d.reverse else 1.0)
     bound = _pair_bound(x, coef + tslack, pm, r.floor)

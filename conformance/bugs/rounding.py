@@ -25,7 +25,7 @@ def round_to(dtype: str, values: np.ndarray) -> np.ndarray:
     a = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         if dtype == "bfloat16":
-            import ml_dtypes
+            import ml_dtypes  # lazy: only bfloat16 needs it
 
             return a.astype(ml_dtypes.bfloat16).astype(np.float64)
         return a.astype(dtype).astype(np.float64)
