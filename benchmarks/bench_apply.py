@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import resource
@@ -38,16 +37,16 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from roperef import RopeSpec, fast, reference  # noqa: E402
-from roperef.positions import mrope_ids  # noqa: E402
+from roperef import RopeSpec, fast, reference
+from roperef.positions import mrope_ids
 
 
 @dataclass

@@ -11,7 +11,8 @@ channels must be copied bit-exactly.
 Errors are reported in two units:
 
 - ``ulp``: ``|stored - exact| / ulp(exact)`` (``ulp`` = the float64 spacing at ``|exact|``: error
-  over spacing, :func:`roperef.ulp.error_in_ulps`, not representable steps); large where the output itself cancels to nearly zero, so it is reported, not asserted;
+  over spacing, :func:`roperef.ulp.error_in_ulps`, not representable steps); large where the output
+  itself cancels to nearly zero, so it is reported, not asserted;
 - ``bound``: ``|stored - exact| / (u * m)`` with ``u = 2^-53`` and ``m`` the pair magnitude
   ``s (|x_a| + |x_b|)`` (apply: ``|x_a||c| + |x_b||s|`` for ``y_a``, ``|x_b||c| + |x_a||s|`` for
   ``y_b``; tables: ``s``; inv_freq: ``|exact|``).
@@ -31,11 +32,11 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec

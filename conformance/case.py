@@ -28,11 +28,11 @@ Ids. A catalogue case id is ``family/variant/pairing/dtype/shape/positions``, e.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef.errors import bad
 from roperef.spec import RopeSpec
 

@@ -26,10 +26,9 @@ flags, ...: :mod:`conformance.vocabulary`) live below this module; selection by 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
 from roperef import fast, reference
 from roperef.errors import bad
 from roperef.frequencies import inv_freq

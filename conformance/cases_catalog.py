@@ -15,9 +15,9 @@ import json
 import math
 import os
 import warnings
+from collections.abc import Iterator
 from itertools import product
 from pathlib import Path
-from typing import Iterator
 
 from roperef.frequencies import base_inv_freq
 from roperef.hf import model_rope
@@ -199,7 +199,7 @@ def _apply() -> Iterator[CaseRecipe]:
 def _forward() -> Iterator[CaseRecipe]:
     """Every scaling type x both pairings x four dtypes; the position regimes rotate over the grid."""
     f = "forward"
-    for si, (kind, pi, di) in enumerate(product(SCALING_TYPES, range(2), range(4))):
+    for kind, pi, di in product(SCALING_TYPES, range(2), range(4)):
         pairing, dtype = _PAIRINGS[pi], DTYPES[di]
         # (scaling, pairing, dtype) -> regime: every scaling and every dtype meets every regime
         regime = PLAIN_REGIMES[(SCALING_TYPES.index(kind) + pi + 2 * di) % len(PLAIN_REGIMES)]

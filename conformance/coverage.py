@@ -18,7 +18,8 @@ number docs/backends.md shows per backend.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .bugs.catalogue import CATALOGUE
 from .bugs.facts import case_facts

@@ -8,10 +8,10 @@ and the declaration hints all use it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 

@@ -22,11 +22,11 @@ the function ``roperef.fast`` itself uses). The same generator state gives the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef import fast
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
@@ -75,7 +75,7 @@ class Draw:
             return tuple(self.positions.shape[1:])
         return tuple(self.positions.shape[:-1] if self.spec.vision is not None else self.positions.shape)
 
-    def with_(self, **changes: Any) -> "Draw":
+    def with_(self, **changes: Any) -> Draw:
         return replace(self, **changes)
 
 

@@ -25,11 +25,11 @@ are skipped without calling it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec, Scaling
 
 from .explore_draw import Draw

@@ -12,11 +12,11 @@ scaling changes (drawn positions and ``inv_freq`` lengths aim at them).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef.errors import bad
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 
@@ -40,7 +40,7 @@ class Interface:
     features: frozenset[str]
 
     @classmethod
-    def of(cls, backend: Any, dtypes: Sequence[str] = ()) -> "Interface":
+    def of(cls, backend: Any, dtypes: Sequence[str] = ()) -> Interface:
         caps = backend.capabilities
         declared = set(getattr(caps, "stages", ()))
         implemented = backend_stages(backend)

@@ -38,12 +38,12 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
-
 from roperef import __version__, reference
 from roperef.frequencies import inv_freq
 from roperef.json_input import JSONInputError, load_json_file, loads_limited

@@ -20,11 +20,11 @@ config or its module is ERROR. Optional dependency: torch and transformers, impo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, ModelRope, model_rope
 from roperef.hf_overrides import apply_overrides
@@ -184,7 +184,7 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
     text = {names[n]: s for n, s in mr.specs.items() if n != "vision"}
     try:
         truth = transformers_truth(data, {**text, **({"vision": mr.specs["vision"]} if "vision" in mr.specs else {})})
-    except Exception as exc:  # noqa: BLE001 - transformers refusing the config is a finding, not a crash
+    except Exception as exc:
         return CrossCheck(mr.model_type, (Item("model", "build", "ERROR", "resolved",
                                                f"{type(exc).__name__}: {exc}"[:300]),))
     if not truth.shipped:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["classes_named", "rotary_assignment", "attention_apply_calls", "evaluate", "UNKNOWN"]
 

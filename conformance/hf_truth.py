@@ -22,11 +22,11 @@ import importlib
 import inspect
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
-
 from roperef.layout import pair_axes
 from roperef.reference import apply as rotate
 from roperef.spec import PAIRINGS, RopeSpec
@@ -106,7 +106,7 @@ def modeling_modules(model_type: str) -> list[Any]:
         if file.startswith("modeling_") and file.endswith(".py") and not file.startswith("modeling_tf_"):
             try:
                 out.append(importlib.import_module(f"transformers.models.{name}.{file[:-3]}"))
-            except Exception:  # noqa: BLE001 - a sibling modeling file needing an absent extra
+            except Exception:
                 continue
     return out
 
@@ -132,7 +132,7 @@ def text_config_of(cfg: Any) -> Any:
     """The decoder text config of a transformers config (the config itself when it has none)."""
     try:
         text = cfg.get_text_config(decoder=True)
-    except Exception:  # noqa: BLE001
+    except Exception:
         text = getattr(cfg, "text_config", None) or cfg
     return text
 
@@ -242,7 +242,7 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
     kwargs = {"layer_type": label} if label is not None else {}
     try:
         emb = module(torch.zeros(B, T, width, dtype=torch.float64), torch.from_numpy(rows), **kwargs)
-    except Exception as exc:  # noqa: BLE001 - a module needing another call form
+    except Exception as exc:
         return Probe(name, width, False, note=f"rotary module forward raised {type(exc).__name__}: {exc}"[:200])
     args = tuple(emb) if isinstance(emb, (tuple, list)) else (emb,)
     params = list(inspect.signature(fn).parameters)
@@ -254,7 +254,7 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
         q = torch.from_numpy(np.ascontiguousarray(arr))
         try:
             out = fn(q, *args, **extra) if single else fn(q, q.clone(), *args, **extra)
-        except Exception:  # noqa: BLE001 - wrong layout guess: try the other
+        except Exception:
             continue
         out = out[0] if isinstance(out, (tuple, list)) else out
         if tuple(out.shape) != tuple(arr.shape):
@@ -358,7 +358,7 @@ def _vision_entry(cfg: Any, model_type: str) -> HFEntry | None:
             try:
                 module = cls(vision)
                 w, s = entry_tensors(module, None)
-            except Exception:  # noqa: BLE001 - a vision class needing other arguments
+            except Exception:
                 continue
             return HFEntry("vision", w, s, None, f"{cls.__name__}(vision_config)")
     return None

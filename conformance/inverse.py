@@ -23,11 +23,11 @@ These are described in words ("pairs 16-31 use frequencies 8x too small", "effec
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.spec import PAIRINGS, RopeSpec
@@ -224,7 +224,7 @@ def _freq_words(ratio: Arr, ok: Arr, sig_rel: Arr) -> list[str]:
             groups[-1][0].append(int(j))
         else:
             groups.append(([int(j)], float(ratio[j])))
-    for members, r in groups[:6]:
+    for members, _ in groups[:6]:
         rs = ratio[members]
         if len(members) > 2 and np.ptp(rs) > 0.05 * np.max(np.abs(rs)):
             words.append(f"pairs {_ranges(members)} use frequencies off by factors {np.min(rs):.3g} to {np.max(rs):.3g}")
@@ -322,7 +322,8 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     if gains.size:
         g = float(np.median(gains))
         if abs(g - abs(s)) > max(0.01 * abs(s), 30 * float(np.median(view.sigma))):
-            what = " (attention factor missing)" if abs(g - 1) < 0.01 and s != 1 else " (attention factor squared)" if abs(g - s * s) < 0.01 * s * s else ""
+            what = (" (attention factor missing)" if abs(g - 1) < 0.01 and s != 1
+                    else " (attention factor squared)" if abs(g - s * s) < 0.01 * s * s else "")
             out["words"].append(f"gain {g:.4g} instead of s={s:.4g}{what}")
         out["gain"] = g
     w_eff, sig_w, icpt, ok = _frequencies(view, w_spec)

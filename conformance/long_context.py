@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef import fast
 from roperef.errors import bad
 from roperef.frequencies import inv_freq
@@ -297,7 +297,7 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
     name = _out_name(case.stage)
     try:
         slow = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
-    except Exception as exc:  # noqa: BLE001 - reported as the judge's own error below
+    except Exception as exc:
         slow, problem = None, f"{type(exc).__name__}: {exc}"
     else:
         problem = f"the NumPy path gives {slow.metrics and slow.metrics.budget_used!r}"
@@ -344,14 +344,14 @@ def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtyp
         where = f"chunk {k} of {n_chunks}, positions {int(pos[0, 0])}..{int(pos[0, -1])}"
         try:
             verdict = backend.supports(case)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             verdict = f"supports() raised {type(exc).__name__}: {exc}"
         if verdict is not True:
             res.status, res.message = "NOT_SUPPORTED", f"{verdict or 'not supported'} ({where})"
             break
         try:
             got, modified = _call(backend, case)
-        except Exception as exc:  # noqa: BLE001 - a backend exception is a result
+        except Exception as exc:
             res.status, res.message = "ERROR", f"{stage} raised {type(exc).__name__}: {exc} ({where})"
             break
         problem, stats = _judge_chunk(case, got, modified, caps, profile, fused)

@@ -23,6 +23,7 @@ zero bound gives ``inf`` as in NumPy. Compiled on first call (import this module
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 from numba import njit, prange
 
@@ -44,7 +45,7 @@ class ChunkStats:
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def _judge_kernel(x, exp, got, coef, in_a, in_b, out_a, out_b, floor, n_blocks, best, best_at, first, over, err2, exp2, maxerr, bad):  # noqa: ANN001
+def _judge_kernel(x, exp, got, coef, in_a, in_b, out_a, out_b, floor, n_blocks, best, best_at, first, over, err2, exp2, maxerr, bad):
     n_tok, heads, dim = x.shape
     n = in_a.shape[0]
     for blk in prange(n_blocks):

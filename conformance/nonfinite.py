@@ -10,10 +10,9 @@ every element (an uninitialised output or a failed kernel), or large inputs in f
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 

@@ -67,12 +67,12 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.json_input import JSONInputError, read_text_file
@@ -465,7 +465,8 @@ def _position_profile(case: GoldenCase, ratio: np.ndarray, limit: int = 2000) ->
 WORST_K = 5
 
 
-def _element(case: GoldenCase, name: str, shape: tuple[int, ...], k: int, err: np.ndarray, b: np.ndarray, e: np.ndarray, got: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
+def _element(case: GoldenCase, name: str, shape: tuple[int, ...], k: int, err: np.ndarray, b: np.ndarray, e: np.ndarray,
+             got: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
     """Location and values of the flat element ``k`` of output ``name``."""
     idx = np.unravel_index(k, shape) if len(shape) else ()
     loc = _worst_location(case, name, tuple(int(i) for i in idx))
@@ -488,7 +489,8 @@ def _top(ratio: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -flat[part]))]
 
 
-def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *, with_profile: bool = True) -> Metrics:
+def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *,
+            with_profile: bool = True) -> Metrics:
     """Error metrics of ``actual`` against ``expected`` under ``bound`` (all float64-compatible)."""
     max_err, budget, num, den, n, over = 0.0, 0.0, 0.0, 0.0, 0, 0
     worst: dict[str, Any] = {}

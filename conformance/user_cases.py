@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-
 from roperef import fast
 from roperef.frequencies import inv_freq
 from roperef.hf import spec_from_config
@@ -195,7 +195,8 @@ def _case_dtype(doc: Mapping[str, Any], path: Path, raw: Mapping[str, np.ndarray
         return "float64"  # inv_freq and cos_sin have no float input: the dtype only names the case
     kinds = {("bfloat16" if a.dtype in (np.dtype("<u2"), np.dtype(">u2")) else a.dtype.name) for a in stored}
     if len(kinds) != 1 or not kinds <= set(DTYPES):
-        raise _fail(path, "dtype", None, f"not given and the float inputs' dtypes ({', '.join(sorted(kinds))}) do not name one case dtype; set \"dtype\"")
+        raise _fail(path, "dtype", None,
+                    f"not given and the float inputs' dtypes ({', '.join(sorted(kinds))}) do not name one case dtype; set \"dtype\"")
     return kinds.pop()
 
 
@@ -261,7 +262,8 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         raise _fail(path, "seq_len", doc["seq_len"], "only for stage inv_freq (other stages use max(position) + 1)")
     missing = [n for n in STAGE_INPUTS[stage] if n not in raw]
     if missing:
-        raise _fail(path, "arrays", None, f"stage {stage} needs input(s) {', '.join(missing)} (as <name>.npy, a key of arrays.npz, or listed under \"arrays\")")
+        raise _fail(path, "arrays", None,
+                    f"stage {stage} needs input(s) {', '.join(missing)} (as <name>.npy, a key of arrays.npz, or listed under \"arrays\")")
     dtype = _case_dtype(doc, path, raw, stage)
     inputs: dict[str, np.ndarray] = {}
     for name in STAGE_INPUTS[stage] + OPTIONAL_INPUTS.get(stage, ()):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,8 @@ def _pairs(fails: list[Any], by_id: dict[str, GoldenCase]) -> list[str]:
     groups: dict[str, list[Any]] = {}
     for r in fails:
         case = by_id.get(r.id)
-        key = "" if case is None else ", ".join(f"{k}={v}" for k, v in case.spec.scaling.to_dict().items() if k not in ("short_factor", "long_factor"))
+        key = "" if case is None else ", ".join(
+            f"{k}={v}" for k, v in case.spec.scaling.to_dict().items() if k not in ("short_factor", "long_factor"))
         groups.setdefault(key, []).append(r)
     out = []
     for key, rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:3]:

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def _base(e: Exact, ln_theta: Any, d: int, i: int) -> Any:
     return e.exp(-(2 * i) * ln_theta / d)
 
 
-def _mscale(e: Exact, factor: float, m: "float | int") -> Any:
+def _mscale(e: Exact, factor: float, m: float | int) -> Any:
     """YaRN ``get_mscale(x, m) = 1 if x <= 1 else 0.1*m*ln(x) + 1`` (0.1 the real number)."""
     if factor <= 1.0:
         return Fraction(1)

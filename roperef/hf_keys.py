@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import bad
 

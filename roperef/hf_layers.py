@@ -23,7 +23,8 @@ makes every k-th layer NoPE: ``use = (i + 1) % k != 0``, transformers' default).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import bad
 from .hf_keys import Level

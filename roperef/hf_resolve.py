@@ -23,7 +23,8 @@ Keys inside a RoPE section that roperef does not know are refused (:func:`ropere
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import hf_families as fam
 from .errors import bad

@@ -22,9 +22,10 @@ exceptions. What the config does not say and cannot be defaulted from a known fa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from . import hf_families as fam
 from .errors import bad

@@ -12,8 +12,9 @@ computes frequencies; see :mod:`roperef.frequencies`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import bad
 
@@ -233,7 +234,7 @@ class Scaling:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scaling":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scaling:
         names = {f.name for f in fields(cls)}
         for key in data:
             if key not in names:
@@ -370,7 +371,7 @@ class RopeSpec:
         if self.scaling.type != "default":
             bad("rope_type", self.scaling.type, "2-D vision RoPE has no scaling (use default)")
 
-    def replace(self, **changes: Any) -> "RopeSpec":
+    def replace(self, **changes: Any) -> RopeSpec:
         """A copy with some fields changed (validated again)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         if "rotary_dim" in changes and "freq_dim" not in changes and self.freq_dim == self.rotary_dim:
@@ -391,7 +392,7 @@ class RopeSpec:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RopeSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> RopeSpec:
         if not isinstance(data, Mapping):
             bad("spec", data, "must be a dict", TypeError)
         names = {f.name for f in fields(cls)}

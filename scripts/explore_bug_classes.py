@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from conformance.explore import ExploreConfig, explore  # noqa: E402
+
 from wrong_backends import BUGS, Buggy  # noqa: E402
 
 

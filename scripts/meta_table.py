@@ -26,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-    from bug_engines import BUGS, BugEngine
-    from judge_cases import smoke_cases
-
     from conformance.bugs.catalogue import BY_ID
     from conformance.bugs.facts import case_facts
     from conformance.declared import Interface
     from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
+
+    from bug_engines import BUGS, BugEngine
+    from judge_cases import smoke_cases
 
     smoke = list(smoke_cases())
     lines = ["| bug (engine) | class | precision | exposing cases | caught (FAIL) | named | named alone | named wrong |",

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conformance.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.frequencies import inv_freq

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-
 from roperef import fast
 from roperef.ulp import max_ulp_steps
 

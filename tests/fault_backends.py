@@ -12,7 +12,6 @@ import sys
 import time
 
 import numpy as np
-
 from conformance.backends.numpy_backend import NumpyBackend
 
 

@@ -10,7 +10,6 @@ import functools
 from pathlib import Path
 
 import numpy as np
-
 from conformance.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
@@ -58,7 +57,7 @@ def long_position_cases() -> list[GoldenCase]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def smoke_cases() -> tuple[GoldenCase, ...]:
     """The whole smoke catalogue, materialized in memory (float64 reference only)."""
     from conformance.cases import catalogue, materialize

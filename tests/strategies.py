@@ -17,12 +17,11 @@ Positions mix small values, odd large values and the ends of ``[-2^31, 2^31)``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from hypothesis import strategies as st
-
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 
 __all__ = [

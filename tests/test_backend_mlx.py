@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conformance.backends import mlx as mlx_adapter
 from conformance.backends.mlx import MlxBackend
 from conformance.backends.mlx_lm import MlxLmBackend

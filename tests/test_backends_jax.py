@@ -7,9 +7,7 @@ static configuration costs a JIT compile.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-
 from conformance.backends import keras_hub as keras_adapter
 from conformance.backends import penzai as penzai_adapter
 from conformance.backends.keras_hub import KerasHubBackend

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conformance.cli import main
 from conformance.exchange import case_folder
-from judge_cases import materialize_subset, write_golden_dir
 from roperef import reference
 from roperef.spec import RopeSpec
+
+from judge_cases import materialize_subset, write_golden_dir
 
 PATTERN = "forward/default/*,forward/linear/*,freq/default/*,table/default/half/float64/b2-s16-d64/short"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "c_forward" / "rope_forward.c"
@@ -46,7 +46,8 @@ def _answer(folder: Path):
     spec = RopeSpec.from_dict(doc["spec"])
     load = lambda n: np.load(folder / doc["inputs"][n]["file"], allow_pickle=False)  # noqa: E731
     if doc["stage"] == "forward":
-        np.save(folder / "out_y.npy", reference.forward(load("x"), load("positions"), spec, load("cu_seqlens") if "cu_seqlens" in doc["inputs"] else None))
+        cu = load("cu_seqlens") if "cu_seqlens" in doc["inputs"] else None
+        np.save(folder / "out_y.npy", reference.forward(load("x"), load("positions"), spec, cu))
     elif doc["stage"] == "inv_freq":
         w, s = reference.inv_freq(spec, int(load("seq_len")))
         np.save(folder / "out_inv_freq.npy", w)

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-import fault_backends as fb
 from conformance.cli import main
 from conformance.runner import RunOptions, cpu_count, effective_jobs, run_cases
-from judge_cases import forward_case, materialize_subset, write_golden_dir
 from roperef.spec import RopeSpec
+
+import fault_backends as fb
+from judge_cases import forward_case, materialize_subset, write_golden_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -184,9 +184,9 @@ def _interrupt(tmp_path, golden, *extra):
     proc.send_signal(signal.SIGINT)
     try:
         out, err = proc.communicate(timeout=60)  # a hang detector, not a speed requirement
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         proc.kill()
-        raise AssertionError("roperef check did not stop within 60 s of Ctrl-C")
+        raise AssertionError("roperef check did not stop within 60 s of Ctrl-C") from exc
     return proc.returncode, out + err, report
 
 

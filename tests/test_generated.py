@@ -7,10 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from bug_engines import BugEngine
-from judge_cases import smoke_cases
-from narrow_backends import NarrowEngine
-
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import CATALOGUE
 from conformance.check_sources import attach_sections, with_generated
@@ -22,6 +18,10 @@ from conformance.generated_specs import SPEC_VARIANTS
 from conformance.runner import RunOptions, run_cases
 from roperef import reference
 from roperef.ulp import max_ulp_error
+
+from bug_engines import BugEngine
+from judge_cases import smoke_cases
+from narrow_backends import NarrowEngine
 
 
 def test_every_probe_names_a_known_spec_variant_and_regime():

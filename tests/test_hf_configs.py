@@ -15,12 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conformance.cases_catalog import presets_dir
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, NoRopeError, load_config, model_rope, spec_from_config
 from roperef.spec import RopeSpec
-
 
 PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
 MALFORMED = Path(__file__).resolve().parent / "data" / "malformed_configs"

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conformance.cases_catalog import presets_dir
 from roperef import hf_families as fam
 from roperef.hf import HFQuirks
@@ -24,7 +23,7 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
 
-from conformance.hf_crosscheck import cross_check, render  # noqa: E402
+from conformance.hf_crosscheck import cross_check, render
 
 PRESETS = presets_dir()
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 import pytest
-
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
 from conformance.case import GoldenCase
@@ -25,6 +24,7 @@ from conformance.tolerance import bounds, get_profile, pair_coefficients, resolv
 from roperef import fast
 from roperef.layout import pair_map
 from roperef.spec import RopeSpec, Scaling
+
 from wrong_backends_long import CachedTableBackend
 
 SMALL = RopeSpec(8, theta=500000.0)
@@ -120,7 +120,7 @@ def test_fused_pass_counts_non_finite_outputs_as_a_fail():
     class NanAt(Float32Emulation):
         name: str = "nan-late"
 
-        def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+        def forward(self, x, positions, spec, cu_seqlens=None):
             y = super().forward(x, positions, spec)
             if positions[0, 0] >= 8192:
                 y[0, 3, 0, 1] = np.nan
@@ -138,12 +138,12 @@ class Misbehaving(Float32Emulation):
     how: str = ""
     name: str = "misbehaving"
 
-    def supports(self, case):  # noqa: ANN001
+    def supports(self, case):
         if self.how == "decline-late" and case.positions[0, 0] >= 4096:
             return "positions past 4095 are not supported"
         return super().supports(case)
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         if self.how == "raise" and positions[0, 0] > 0:
             raise RuntimeError("kernel launch failed")
         if self.how == "shape":

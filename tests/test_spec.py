@@ -14,9 +14,9 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import rope_specs, scalings
-
 from roperef import RopeSpec, Scaling
+
+from strategies import rope_specs, scalings
 
 NAN, INF = float("nan"), float("inf")
 

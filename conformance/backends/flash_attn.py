@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -51,10 +50,10 @@ class FlashAttnBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("flash_attn")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.spec.head_dim > 256:
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):

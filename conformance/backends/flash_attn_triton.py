@@ -41,7 +41,6 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -63,7 +62,7 @@ def _source_file() -> Path | None:
     return None
 
 
-def kernel_module() -> "ModuleType | str":
+def kernel_module() -> ModuleType | str:
     """flash-attn's ``ops/triton/rotary.py`` as a module, or the reason it is unavailable."""
     if missing("flash_attn") is None:
         try:
@@ -104,10 +103,10 @@ class FlashAttnTritonBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "triton")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if missing("flash_attn") and _source_file() is None:
             return kernel_module()  # type: ignore[return-value]
         import torch

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import SCALING_TYPES, RopeSpec
 
 from ..case import GoldenCase, case_features
@@ -61,7 +60,7 @@ def _odd_freq_ok(spec: RopeSpec) -> bool:
     return (spec.resolved_freq_dim + 1) // 2 == spec.n_pairs
 
 
-def route(spec: RopeSpec, forced: str | None = None) -> "Family | str":
+def route(spec: RopeSpec, forced: str | None = None) -> Family | str:
     """The HF family that implements ``spec``, or the reason none does."""
     D, r, start, d = spec.head_dim, spec.resolved_rotary_dim, spec.rotary_start, spec.resolved_freq_dim
     sc = spec.scaling.type
@@ -131,10 +130,10 @@ class HFBackend(BaseBackend):
     )
 
     # ---- supports ---------------------------------------------------------------------------
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "transformers")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         fam = route(case.spec, self.forced_family)
         if isinstance(fam, str):
             return fam

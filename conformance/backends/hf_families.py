@@ -244,7 +244,7 @@ class Family:
         if self.key == "deepseek_v3":  # DeepseekV3Attention: q = cat([q_pass, q_rot]); rope part last
             rot = x[..., D - r :]
             if spec.pairing == "adjacent_in_half_out":
-                y = getattr(self.mod(), "apply_rotary_pos_emb_interleave")(rot, rot, cos, sin, unsqueeze_dim=2)[0]
+                y = self.mod().apply_rotary_pos_emb_interleave(rot, rot, cos, sin, unsqueeze_dim=2)[0]
             else:
                 y = fn(rot, rot, cos, sin, unsqueeze_dim=2)[0]
             return torch.cat([x[..., : D - r], y], dim=-1)

@@ -10,10 +10,10 @@ float32 anyway; a position outside int32 is refused by ``supports``.
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 from roperef.positions import varlen
 
 __all__ = ["missing_modules", "positions_fit_int32", "to_jax", "to_numpy", "int32_positions", "JitCache", "vjp_x", "as_bshd", "call_bshd"]

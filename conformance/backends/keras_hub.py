@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -119,10 +118,10 @@ class KerasHubBackend(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return _keras_backend_reason()
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         sc, spec = case.spec.scaling, case.spec
         if sc.type == "yarn":
             if sc.attention_factor is not None:

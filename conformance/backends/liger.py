@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import SCALING_TYPES, RopeSpec
 
 from ..case import GoldenCase
@@ -77,10 +76,10 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.dtype == "bfloat16" and interpreted():
             return "Triton interpreter (CPU): bfloat16 arithmetic is wrong in triton 3.9 (docs/backends-torch.md)"
         if case.stage != "apply":

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -57,10 +56,10 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "litgpt")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         sc = case.spec.scaling
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
@@ -117,10 +116,10 @@ class MlxBackend(BaseBackend):
     name: str = "mlx"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing_modules("mlx")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         offs = case_offsets(case)
         return offs if isinstance(offs, str) else None
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -71,10 +70,10 @@ class MlxLmBackend(BaseBackend):
     name: str = "mlx-lm"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing_modules("mlx", "mlx_lm")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         offs = case_offsets(case)
         if isinstance(offs, str):
             return offs

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from .base import BaseBackend, Capabilities
@@ -42,10 +41,10 @@ class OnnxReferenceBackend(BaseBackend):
     libraries: tuple[str, ...] = ("onnx",)
     _evaluators: dict[Any, Any] = field(default_factory=dict, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("onnx")
 
-    def case_reason(self, case: Any) -> "str | None":
+    def case_reason(self, case: Any) -> str | None:
         return cache_rows_reason(case.positions) if case.stage == "forward" else None
 
     def _evaluator(self, dtype: str, spec: RopeSpec, heads: int, with_positions: bool) -> Any:

@@ -36,7 +36,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from roperef import reference
 from roperef.spec import RopeSpec
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from .base import BaseBackend

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -64,10 +63,10 @@ class RotaryEmbeddingTorchBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "rotary_embedding_torch")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.spec.scaling.type == "linear":
             if case.stage == "inv_freq":
                 return "interpolate_factor divides the positions; the freqs parameter is unscaled"

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
@@ -53,10 +52,10 @@ class TransformerEngineBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("transformer_engine")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         x = case.arrays.get("x", case.arrays.get("grad"))
         offs = sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:

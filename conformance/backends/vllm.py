@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from roperef.spec import RopeSpec
 
 from ..vocabulary import FEATURES
@@ -52,7 +51,7 @@ class VLLMBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("vllm")
 
     def _rope(self, spec: RopeSpec, max_position: int, dtype: Any) -> Any:

@@ -6,15 +6,13 @@ import math
 from functools import partial
 
 import numpy as np
-
 from roperef.frequencies import inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase
 from .decoy import Decoy, protocol_seq_len
 from .facts import CaseFacts
-from .freqs import (llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator,
-                    scaling_twice, with_scaling, yarn_ramp)
+from .freqs import llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator, scaling_twice, with_scaling, yarn_ramp
 from .model import BugClass, Family, Hints, Probe
 from .rounding import round_to
 
@@ -308,6 +306,10 @@ def _lr(f: CaseFacts, which: str) -> bool:
     return ok and _visible_with(_longrope(which))(f)
 
 
+#: one probe per scaling type, where its scaling matters
+_SCALED_PROBES = tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (
+    Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))
+
 FREQ_CLASSES: tuple[BugClass, ...] = (
     BugClass("inv_freq:bf16", 6, "inv_freq rounded to bfloat16", FREQ, "inv_freq, cos_sin, forward, backward; every spec",
              "frequencies rounded to bfloat16", "any stage with frequencies (angles past ~64 rad in tensor stages)",
@@ -333,10 +335,10 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
     BugClass("scaling:dropped", 3, "the scaling type ignored (default frequencies)", FREQ, "every stage with frequencies; every scaling type",
              "default frequencies", "a scaled spec at positions where the scaling matters (dynamic: seq_len > M)",
              Family(_dropped), _visible_with(_dropped), applies=_scaled,
-             probes=tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))),
+             probes=_SCALED_PROBES),
     BugClass("scaling:twice", 3, "the scaling applied twice (frequency change squared)", FREQ, "every stage with frequencies; every scaling type",
              "w_scaled^2 / w_default", "a scaled spec (dynamic: seq_len > M)", Family(_twice), _visible_with(_twice), applies=_scaled,
-             probes=tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))),
+             probes=_SCALED_PROBES),
     BugClass("scaling:factor", 3, "the scaling factor wrong (another value than the config's)", FREQ,
              "every stage with frequencies; linear, dynamic, yarn, llama3", "the scaling with another factor, fitted",
              "a scaled spec", Family(_factor, _factor_candidates, "log"), _visible_with(_factor, 2.0),
@@ -366,7 +368,8 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
              "long factors at seq_len = L0", "seq_len exactly L0", Family(_longrope("boundary")), lambda f: _lr(f, "boundary"),
              applies=_kind("longrope"), probes=(Probe("longrope", "at-L0"),)),
     BugClass("yarn:truncate-flipped", 3, "YaRN truncate ignored: range truncated when truncate=false, or not when it should be", FREQ,
-             "every stage with frequencies; yarn", "the correction range with the other truncate", "a YaRN spec whose correction range is not integral",
+             "every stage with frequencies; yarn", "the correction range with the other truncate",
+             "a YaRN spec whose correction range is not integral",
              Family(_truncate), _visible_with(_truncate), applies=_kind("yarn"),
              probes=(Probe("yarn-notrunc", "near4096"), Probe("yarn", "near4096"))),
     BugClass("yarn:range-length", 3, "YaRN correction range computed from another length", FREQ, "every stage with frequencies; yarn",

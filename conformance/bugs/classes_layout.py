@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
 from roperef.layout import pair_map
 from roperef.spec import PAIRINGS, RopeSpec
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from roperef.positions import varlen
 
 from ..case import GoldenCase
@@ -46,7 +45,7 @@ def _shift(case: GoldenCase, k: object) -> Decoy | None:
     k = int(k)  # type: ignore[call-overload]
     if k == 0:
         return None
-    words = "positions off by one (p%+d)" % k if abs(k) == 1 else f"positions off by {k:+d} (p{k:+d} used for p)"
+    words = f"positions off by one (p{k:+d})" if abs(k) == 1 else f"positions off by {k:+d} (p{k:+d} used for p)"
     return Decoy("positions:shifted", words, param=k, rows=lambda r: r + k)
 
 

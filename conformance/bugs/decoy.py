@@ -25,13 +25,12 @@ with the primes meaning "as the buggy engine computes them".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
-
-from roperef.frequencies import base_inv_freq
-from roperef.frequencies import estimate_inv_freq
+from roperef.frequencies import base_inv_freq, estimate_inv_freq
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.reference import two_product

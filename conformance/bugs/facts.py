@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
@@ -31,7 +30,7 @@ class Precision:
     u_out: float = UNIT_ROUNDOFF["float64"]
 
     @classmethod
-    def of(cls, angle_dtype: str, table_dtype: str, case_dtype: str) -> "Precision":
+    def of(cls, angle_dtype: str, table_dtype: str, case_dtype: str) -> Precision:
         table = case_dtype if table_dtype == "input" else table_dtype
         u_ang = UNIT_ROUNDOFF.get(angle_dtype, UNIT_ROUNDOFF["float64"])
         u_tab = max(UNIT_ROUNDOFF.get(table, UNIT_ROUNDOFF["float64"]), u_ang)

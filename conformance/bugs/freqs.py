@@ -11,7 +11,6 @@ import math
 from dataclasses import replace
 
 import numpy as np
-
 from roperef.frequencies import base_inv_freq, inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec, Scaling
 

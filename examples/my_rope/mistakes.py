@@ -6,8 +6,8 @@ Every class here is deliberately wrong (tests/test_writing_a_backend.py checks t
 """
 
 import numpy as np
-
 from conformance.backends.base import Capabilities
+
 from my_rope import MyRope
 
 
