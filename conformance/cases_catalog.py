@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Iterator
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 from roperef.frequencies import base_inv_freq
 from roperef.hf import model_rope
@@ -39,11 +40,11 @@ def _longrope_factors(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return short, long
 
 
-def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: object) -> RopeSpec:
-    """A realistic spec of scaling type ``kind`` at ``head_dim``."""
+def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: Any) -> RopeSpec:
+    """A realistic spec of scaling type ``kind`` at ``head_dim``; ``extra``: further :class:`RopeSpec` fields."""
     n = head_dim // 2
     if kind == "default":
-        return RopeSpec(head_dim, pairing=pairing, theta=10000.0, **extra)  # type: ignore[arg-type]
+        return RopeSpec(head_dim, pairing=pairing, theta=10000.0, **extra)
     if kind == "linear":
         sc = Scaling("linear", factor=4.0)
         theta = 10000.0
@@ -70,7 +71,7 @@ def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: objec
         theta = 1e6
     else:
         raise ValueError(f"scaling kind={kind!r}: unknown")
-    return RopeSpec(head_dim, pairing=pairing, theta=theta, scaling=sc, **extra)  # type: ignore[arg-type]
+    return RopeSpec(head_dim, pairing=pairing, theta=theta, scaling=sc, **extra)
 
 
 def _recipe(family: str, variant: str, spec: RopeSpec, dtype: str, tier: str, stage: str,
