@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .backends.resolve import resolve_backend
+from .case import GoldenCase
 from .case_source import load_cases, user_case_source
 from .failure_text import failure_text
 from .runner import RunOptions, run_cases
@@ -35,7 +36,7 @@ def assert_rope_conforms(
     profile: str | None = None,
     golden: str | None = None,
     xfail: str | None = None,
-    cases: str | os.PathLike[str] | Sequence[Any] | None = None,
+    cases: str | os.PathLike[str] | Sequence[GoldenCase] | None = None,
 ) -> Any:
     """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
 

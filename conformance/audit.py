@@ -74,7 +74,7 @@ class AuditResult:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _context():  # type: ignore[no-untyped-def]
+def _context() -> Any:  # an mpmath.MPContext; mpmath ships no type hints
     import mpmath  # lazy: the audit alone needs mpmath (50-digit arithmetic)
 
     ctx = mpmath.MPContext()

@@ -145,7 +145,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError("--outputs judges files; it cannot be combined with --backend")
     if args.plot:
         try:
-            import matplotlib  # noqa: F401
+            import matplotlib  # noqa: F401  # imported only to fail early, before any case runs, if it is missing
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
     if args.cases and (args.outputs or args.golden or args.tier != "smoke"):

@@ -203,8 +203,8 @@ def scaling_switches(spec: RopeSpec) -> tuple[int, ...]:
     """seq_len values where a length-dependent scaling changes (longrope L0, dynamic M and 2M)."""
     sc = spec.scaling
     if sc.type == "longrope":
-        return (int(sc.original_max_position_embeddings),)  # type: ignore[arg-type]
+        return (sc.given_int("original_max_position_embeddings"),)
     if sc.type == "dynamic":
-        m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+        m = sc.given_int("max_position_embeddings")
         return (m, 2 * m)
     return ()

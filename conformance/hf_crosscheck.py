@@ -132,7 +132,7 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
     for i, (a, b) in enumerate(zip(mine, theirs)):
         if (a is None) != (b is None):
             diff.append(i)
-        elif a is not None and not b.startswith("?"):  # "?kind": HF maps the layer type to an entry in code
+        elif a is not None and b is not None and not b.startswith("?"):  # "?kind": HF maps the layer type to an entry in code
             if text.get(a) != (text.get(b) or single):
                 diff.append(i)
     count = sum(x is None for x in mine)
@@ -193,7 +193,10 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
         truth = HFTruth(truth.model_type, truth.shipped, truth.rope, truth.entries, truth.layers, truth.vision,
                         truth.notes + (copied,))
     items: list[Item] = []
-    yes = lambda b: "RoPE" if b else "no RoPE"  # noqa: E731
+
+    def yes(b: object) -> str:
+        return "RoPE" if b else "no RoPE"
+
     if truth.rope is None:
         items.append(Item("model", "rope", "SKIP", yes(mr.has_rope), "?", "; ".join(truth.notes)))
     else:

@@ -143,7 +143,7 @@ def _config_prefix(cfg: Any) -> str:
 
 
 def _takes_config(cls: type) -> bool:
-    params = list(inspect.signature(cls.__init__).parameters)[1:]
+    params = list(inspect.signature(inspect.getattr_static(cls, "__init__")).parameters)[1:]  # the plain function: self first
     return bool(params) and params[0] == "config"
 
 
@@ -370,7 +370,7 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     model_type = config.get("model_type")
-    if model_type not in CONFIG_MAPPING_NAMES:
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING_NAMES:
         return HFTruth(str(model_type), False, notes=(f"transformers does not ship model_type {model_type!r}",))
     cfg = hf_config(config)
     text_cfg = text_config_of(cfg)
@@ -393,7 +393,8 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
                        (f"{text_type}: no decoder layer is an attention layer that applies RoPE",))
     fn, fn_note = apply_function(modules, text_cfg)
     entries: dict[str, HFEntry] = {}
-    for label in labels or [None]:
+    choices: list[str | None] = [*labels] if labels else [None]  # None: the module's single unlabelled entry
+    for label in choices:
         w, s = entry_tensors(module, label)
         key = label or "text"
         spec = specs.get(key) or specs.get("text") or next((v for k, v in specs.items() if k not in ("vision", "indexer")), None)

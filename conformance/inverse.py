@@ -23,7 +23,7 @@ These are described in words ("pairs 16-31 use frequencies 8x too small", "effec
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,19 +187,20 @@ def _positions(view: PairView, w_spec: Arr, axes: Arr) -> tuple[Arr, Arr]:
 # ----------------------------------------------------------------------------- words
 
 
-def _ranges(idx: Arr) -> str:
-    idx = sorted(int(i) for i in idx)
-    out, start, prev = [], None, None
-    for i in idx:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
+def _ranges(idx: Iterable[int]) -> str:
+    """``0-3, 7, 9-10``: the sorted indices as runs of consecutive values."""
+    ordered = sorted(int(i) for i in idx)
+    if not ordered:
+        return ""
+    out: list[str] = []
+    start = prev = ordered[0]
+    for i in ordered[1:]:
+        if i == prev + 1:
             prev = i
         else:
             out.append(f"{start}-{prev}" if prev != start else f"{start}")
             start = prev = i
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else f"{start}")
+    out.append(f"{start}-{prev}" if prev != start else f"{start}")
     return ", ".join(out)
 
 
@@ -307,8 +308,9 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     seq = max(int(position_rows(spec, case.arrays["positions"]).max()) + 1, 1)
     w_spec, s = inv_freq(spec, seq)
     if view.spread > 0.02:
-        alt = {p: pair_view(case, actual, r, p) for p in PAIRINGS if p != spec.pairing and spec.vision is None}
-        fits = {p: v.spread for p, v in alt.items() if v is not None and v.spread < 0.2 * view.spread}
+        alt = {p: v for p in PAIRINGS if p != spec.pairing and spec.vision is None
+               if (v := pair_view(case, actual, r, p)) is not None}
+        fits = {p: v.spread for p, v in alt.items() if v.spread < 0.2 * view.spread}
         if fits:
             best = min(fits, key=fits.__getitem__)
             out["words"].append(f"the output is a rotation under pairing '{best}', not '{spec.pairing}'")

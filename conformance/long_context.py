@@ -44,7 +44,7 @@ from roperef.positions import POSITION_MAX
 from roperef.spec import PAIRINGS, RopeSpec
 
 from .case import GoldenCase, numpy_dtype
-from .runner import CaseResult, RunReport, check_outputs, judge_case
+from .runner import CaseResult, Judged, RunReport, check_outputs, judge_case
 from .tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
 from .vocabulary import DTYPES
 
@@ -295,12 +295,13 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
     case, got = row.worst_case, row.worst_out
     assert case is not None and got is not None
     name = _out_name(case.stage)
+    slow: Judged | None = None
     try:
-        slow = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
+        judged = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
     except Exception as exc:
-        slow, problem = None, f"{type(exc).__name__}: {exc}"
+        problem = f"{type(exc).__name__}: {exc}"
     else:
-        problem = f"the NumPy path gives {slow.metrics and slow.metrics.budget_used!r}"
+        slow, problem = judged, f"the NumPy path gives {judged.metrics and judged.metrics.budget_used!r}"
     if slow is None or slow.metrics is None or slow.metrics.budget_used != row.budget:
         res.status = "ERROR"
         res.message = (f"internal error of the judge (a roperef bug, not the backend's): the fused pass gave budget "

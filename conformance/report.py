@@ -99,11 +99,10 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
         w(f"{fam:<10}" + "".join(f"{counts[s]:>14}" for s in STATUSES) + f"{worst_b:>14.3g}\n")
-    ranked = sorted((r for r in report.results if r.metrics), key=_budget, reverse=True)[:worst]
+    ranked = sorted(((r, m) for r in report.results if (m := r.metrics)), key=lambda rm: _budget(rm[0]), reverse=True)[:worst]
     if ranked:
         w("\nhighest budget used (error / bound; pass <= 1):\n")
-        for r in ranked:
-            m = r.metrics
+        for r, m in ranked:
             w(f"  {m.budget_used:9.3g}  {r.status:<6} {r.id}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "XFAIL", "XPASS")]
     if bad:
@@ -229,7 +228,7 @@ def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) 
     written = []
     for r in report.results:
         m = r.metrics
-        if m is None or m.profile_positions is None or m.budget_used < near:
+        if m is None or m.profile_positions is None or m.profile_ratios is None or m.budget_used < near:
             continue
         fig, ax = plt.subplots(figsize=(7, 3.5))
         ax.plot(m.profile_positions, m.profile_ratios, ".", ms=3)

@@ -215,7 +215,8 @@ def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | 
         dt = _float_dtype_name(got)
         if dt is None and not (name == "attention_factor" and got.dtype.kind in "iu"):
             return f"output {name} has dtype {got.dtype}, expected a float dtype (float128/64/32/16, bfloat16)"
-        if dt is not None and case.stage in ("apply", "forward", "backward") and _precision(got.dtype) < _PRECISION[case.dtype]:
+        bits = _precision(got.dtype)
+        if bits is not None and case.stage in ("apply", "forward", "backward") and bits < _PRECISION[case.dtype]:
             return f"output {name} has dtype {dt}, less precise than the case dtype {case.dtype}"
         if got.shape != np.shape(exp):
             return f"output {name} has shape {got.shape}, expected {np.shape(exp)}"
@@ -242,7 +243,8 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
     problem = check_outputs(case, outputs)
     if problem and "non-finite" not in problem:
         return Judged("FAIL", problem)
-    out_dtype = min((o.dtype for o in outputs.values() if _float_dtype_name(o)), key=_precision, default=np.dtype(np.float64))
+    floats = [(bits, o.dtype) for o in outputs.values() if (bits := _precision(o.dtype)) is not None]
+    out_dtype = min(floats, key=lambda bd: bd[0])[1] if floats else np.dtype(np.float64)  # the least precise float output
     if case.stage == "inv_freq":
         out_dtype = outputs["inv_freq"].dtype if _float_dtype_name(outputs["inv_freq"]) else np.dtype(np.float64)
     r = resolve(profile, caps, case, out_dtype)

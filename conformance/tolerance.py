@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.json_input import JSONInputError, read_text_file
@@ -132,7 +133,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 _NUMBER_KEYS = tuple(CONSTANTS)
 
 
-def unit_roundoff(dtype: object) -> float:
+def unit_roundoff(dtype: npt.DTypeLike) -> float:
     """u of a dtype (name or NumPy dtype); bfloat16 via its name."""
     name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
     if name not in UNIT_ROUNDOFF:
@@ -260,12 +261,12 @@ class Resolved:
         return asdict(self)
 
 
-def _dtype_name(dtype: np.dtype) -> str:
+def _dtype_name(dtype: npt.DTypeLike) -> str:
     name = np.dtype(dtype).name
     return name if name in UNIT_ROUNDOFF else "float64"
 
 
-def resolve(profile: Profile, capabilities: Any, case: GoldenCase, out_dtype: object) -> Resolved:
+def resolve(profile: Profile, capabilities: Any, case: GoldenCase, out_dtype: npt.DTypeLike) -> Resolved:
     """Pick u_out / u_tab / u_ang for ``case`` given the backend's capabilities and returned dtype."""
     angle = profile.angle_dtype
     if angle == "backend":
@@ -432,12 +433,14 @@ def _worst_location(case: GoldenCase, output: str, index: tuple[int, ...]) -> di
             loc["token"] = [int(i) for i in lead]
         if "positions" in a:
             rows = position_rows(case.spec, a["positions"], tuple(np.asarray(a.get("x", a.get("grad"))).shape[:-2]))
-            loc["position"] = [int(v) for v in rows[(slice(None), *lead)]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
+            every: tuple[slice | int, ...] = (slice(None), *lead)  # every position row at this token
+            loc["position"] = [int(v) for v in rows[every]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
     elif case.stage == "cos_sin":
         *lead, pair = index
         loc["pair"] = int(pair)
         rows = position_rows(case.spec, a["positions"])
-        loc["position"] = [int(v) for v in rows[(slice(None), *lead)]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
+        every = (slice(None), *lead)  # every position row at this token (typed above)
+        loc["position"] = [int(v) for v in rows[every]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
     elif case.stage == "inv_freq" and output == "inv_freq":
         loc["pair"] = int(index[0]) if index else 0
     return loc

@@ -112,7 +112,7 @@ def _positions(fails: list[Any]) -> str | None:
     pts: list[tuple[float, float]] = []
     for r in fails:
         m = r.metrics
-        if m is None or m.profile_positions is None:
+        if m is None or m.profile_positions is None or m.profile_ratios is None:  # set together (tolerance.compare)
             continue
         pts += list(zip(m.profile_positions, m.profile_ratios))
     if len(pts) < 3:
@@ -170,7 +170,8 @@ def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any
     by_id = {c.id: c for c in cases}
     counts: Counter[str] = Counter()
     for r in fails:
-        for m in (r.diagnosis or {}).get("matches", []) or ([r.diagnosis["match"]] if (r.diagnosis or {}).get("match") else []):
+        diagnosis = r.diagnosis or {}
+        for m in diagnosis.get("matches", []) or ([diagnosis["match"]] if diagnosis.get("match") else []):
             counts[m] += 1
     n = len(fails)
     words: list[str] = []
@@ -220,7 +221,7 @@ def write_verdict_plot(report: RunReport, path: str) -> str | None:
             ok = np.isfinite(lam)
             a1.plot(lam[ok], np.maximum(np.array(prof["ratio"])[ok], 1e-3), ".", ms=3)
         m = r.metrics
-        if m is not None and m.profile_positions:
+        if m is not None and m.profile_positions and m.profile_ratios is not None:  # set together (tolerance.compare)
             a2.plot(np.maximum(np.abs(m.profile_positions), 1), np.maximum(m.profile_ratios, 1e-3), ".", ms=3)
     for ax, label in ((a1, "pair wavelength 2*pi/w"), (a2, "|position|")):
         ax.axhline(1.0, color="red", lw=1)
