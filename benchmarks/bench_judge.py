@@ -68,7 +68,7 @@ def per_case(repeat: int) -> None:
         gen_t.append((t2 - t1) / len(gen))
         judge_g.append(rg.seconds / len(golden))
         judge_n.append(rn.seconds / len(gen))
-    ms = lambda xs: 1000 * statistics.median(xs)  # noqa: E731
+    ms = lambda xs: 1000 * statistics.median(xs)  # noqa: E731  # a one-line unit conversion local to this report
     print(f"  golden:    {len(golden)} cases, load {ms(load_t):.2f} ms/case + judge {ms(judge_g):.2f} ms/case"
           f" = {ms(load_t) + ms(judge_g):.2f} ms/case")
     print(f"  generated: {len(gen)} cases, plan + materialize {ms(gen_t):.2f} ms/case + judge {ms(judge_n):.2f} ms/case"

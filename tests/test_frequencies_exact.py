@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes  # noqa: F401 - imported before the ufuncs are patched (it registers loops on np.power)
+import ml_dtypes  # noqa: F401  # imported before the ufuncs are patched (it registers loops on np.power)
 import mpmath
 import numpy as np
 import pytest
