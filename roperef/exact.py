@@ -185,8 +185,9 @@ def correctly_rounded(
             prec *= 2
             continue
         out = [_decided(v, exact.tolerance_bits) for v in values]
-        if all(d is not None for d in out):
-            return tuple(float(d) for d in out)  # type: ignore[arg-type]
+        decided = [d for d in out if d is not None]
+        if len(decided) == len(out):
+            return tuple(float(d) for d in decided)
         prec *= 2
     raise ArithmeticError(f"a value could not be rounded with certainty at {max_prec} bits")
 

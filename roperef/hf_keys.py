@@ -115,6 +115,20 @@ class Level:
             bad(self.key(name), value, "must be true or false", TypeError)
         return value
 
+    def need_num(self, name: str, *, positive: bool = True) -> float:
+        """:meth:`num` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
+        value = self.num(name, positive=positive)
+        if value is None:
+            bad(self.key(name), None, "is required")
+        return value
+
+    def need_int(self, name: str, minimum: int = 1) -> int:
+        """:meth:`int_` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
+        value = self.int_(name, minimum=minimum)
+        if value is None:
+            bad(self.key(name), None, "is required")
+        return value
+
     def int_list(self, name: str, minimum: int = 0) -> list[int] | None:
         """A JSON list of integers (``no_rope_layers``, ``hybrid_layer_pattern``), or None when absent."""
         value = self.raw(name)

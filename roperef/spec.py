@@ -327,16 +327,16 @@ class RopeSpec:
         return 2 if self.vision is not None else 1
 
     def _check_scaling(self) -> None:
-        sc, n, d = self.scaling, self.n_pairs, self.freq_dim
+        sc, n, d = self.scaling, self.n_pairs, self.resolved_freq_dim
         for name in ("short_factor", "long_factor"):
             values = getattr(sc, name)
             if values is not None and len(values) != n:
                 bad(f"rope_scaling.{name}", f"<{len(values)} entries>", f"must have rotary_dim//2 = {n} entries")
-        if sc.type == "dynamic" and d <= 2:  # type: ignore[operator]
+        if sc.type == "dynamic" and d <= 2:
             bad("freq_dim", d, "dynamic NTK needs freq_dim > 2 (exponent d/(d-2))")
-        if sc.type == "ntk" and d <= 2:  # type: ignore[operator]
+        if sc.type == "ntk" and d <= 2:
             bad("freq_dim", d, "fixed NTK needs freq_dim > 2 (exponent d/(d-2))")
-        if sc.type == "ntk" and math.log(self.theta) + d / (d - 2) * math.log(sc.alpha) <= 0:  # type: ignore[operator,arg-type]
+        if sc.type == "ntk" and math.log(self.theta) + d / (d - 2) * math.log(sc.given("alpha")) <= 0:
             bad("rope_scaling.alpha", sc.alpha, f"makes the NTK base theta*alpha^(d/(d-2)) <= 1 (theta={self.theta}, d={d}); "
                 "the frequencies would grow with the pair index")
 

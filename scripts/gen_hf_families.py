@@ -25,12 +25,13 @@ import inspect
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance import hf_source  # noqa: E402
-from conformance.hf_truth import (  # noqa: E402
+from conformance import hf_source  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf_truth import (  # noqa: E402 - imported after sys.path gains the repo root
     apply_function,
     entry_tensors,
     indexer_apply,
@@ -147,7 +148,8 @@ def mrope_facts(model_type: str) -> tuple[bool, tuple[int, ...] | None]:
 
 def partial_in_default(model_type: str) -> bool:
     modules = modeling_modules(model_type)
-    found = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
+    # Any: classes found by name in transformers' modules; the filter checks each defines the method
+    found: list[Any] = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
     return any("partial_rotary_factor" in inspect.getsource(c.compute_default_rope_parameters) for c in found)
 
 

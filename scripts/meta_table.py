@@ -17,8 +17,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _matches(diagnosis: dict[str, Any] | None) -> list[str]:
+    """The bug classes a result's diagnosis names (none when it has no diagnosis)."""
+    return list(diagnosis["matches"]) if diagnosis else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                 e.state["longest"] = 2**31
             rep = run_cases(e, exposing, RunOptions())
             fails = [r for r in rep.results if r.status == "FAIL"]
-            named = [r for r in fails if cid in r.diagnosis["matches"]]
-            alone = [r for r in named if r.diagnosis["matches"] == [cid]]
-            wrong = [r for r in fails if r.diagnosis["matches"] and cid not in r.diagnosis["matches"]]
+            named = [r for r in fails if cid in _matches(r.diagnosis)]
+            alone = [r for r in named if _matches(r.diagnosis) == [cid]]
+            wrong = [r for r in fails if _matches(r.diagnosis) and cid not in _matches(r.diagnosis)]
             row = [len(exposing), len(fails), len(named), len(alone), len(wrong)]
             totals = [a + b for a, b in zip(totals, row)]
             lines.append(f"| {bug} | `{cid}` | {precision} | " + " | ".join(str(x) for x in row) + " |")

@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 LIMIT_S = 60.0
 sys.path[:0] = [str(ROOT), str(TESTS)]
-from conformance.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402
+from conformance.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - imported after sys.path gains the repo root
 
 
 @dataclass

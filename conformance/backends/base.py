@@ -18,7 +18,7 @@ string, never raises, for anything outside the declared capabilities.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
@@ -101,6 +101,8 @@ class BaseBackend:
 
     name: str = None  # type: ignore[assignment]  # None: the class attribute, else the class name
     capabilities: Capabilities = None  # type: ignore[assignment]  # None: the class attribute, else assumed
+    #: True when no capabilities were declared and :func:`assumed_capabilities` supplied them
+    capabilities_assumed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         cls = type(self)

@@ -58,6 +58,8 @@ class FlashAttnBackend(BaseBackend):
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):
             x = case.arrays.get("x", case.arrays.get("grad"))
+            if x is None:  # not reached: forward and backward cases carry x or grad
+                return "the case has no x or grad array"
             if sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens")) is None:
                 return "positions must be p0 + arange(len) per sequence (seqlen_offsets)"
         return None

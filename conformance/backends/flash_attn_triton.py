@@ -82,9 +82,11 @@ def kernel_module() -> ModuleType | str:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    if spec is None or spec.loader is None:
+        return f"{path}: Python cannot load it as a module"
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    spec.loader.exec_module(module)
     return module
 
 
@@ -108,7 +110,9 @@ class FlashAttnTritonBackend(BaseBackend):
 
     def case_reason(self, case: GoldenCase) -> str | None:
         if missing("flash_attn") and _source_file() is None:
-            return kernel_module()  # type: ignore[return-value]
+            found = kernel_module()  # a reason (str) here: no flash_attn and no source file
+            if isinstance(found, str):
+                return found
         import torch
 
         if not torch.cuda.is_available():

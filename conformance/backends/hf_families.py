@@ -78,7 +78,7 @@ def _max_positions(spec: RopeSpec) -> int:
     if sc.max_position_embeddings is not None:
         return sc.max_position_embeddings
     if sc.type == "yarn" and sc.original_max_position_embeddings:  # HF warns unless M = factor * L0
-        return max(_DEFAULT_M, int(sc.factor * sc.original_max_position_embeddings))  # type: ignore[operator]
+        return max(_DEFAULT_M, int(sc.given("factor") * sc.original_max_position_embeddings))
     return max(_DEFAULT_M, 2 * (sc.original_max_position_embeddings or 0))  # M > L0 (HF warns otherwise)
 
 
@@ -143,7 +143,7 @@ class Family:
         if k == "gemma4":
             from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
-            return Gemma4TextConfig(
+            return Gemma4TextConfig(  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
                 hidden_size=D, num_attention_heads=1, head_dim=D, global_head_dim=D, max_position_embeddings=M,
                 num_hidden_layers=1, layer_types=["full_attention"],
                 rope_parameters={"full_attention": rope_parameters(spec, D)},
@@ -159,7 +159,7 @@ class Family:
             rp = rope_parameters(spec, D) | {"mrope_section": list(spec.mrope_section or ())}
             if k == "qwen3_vl":
                 rp["mrope_interleaved"] = True
-            return cls(hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M, rope_parameters=rp)
+            return cls(hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M, rope_parameters=rp)  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
         if k == "qwen2_vl_vision":
             from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
 
@@ -167,7 +167,7 @@ class Family:
                 embed_dim=D, num_heads=1, rope_parameters={"rope_type": "axial", "rope_theta": spec.theta}
             )
         if k == "pixtral":
-            return transformers.PixtralVisionConfig(
+            return transformers.PixtralVisionConfig(  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
                 hidden_size=D, num_attention_heads=1, head_dim=D,
                 rope_parameters={"rope_type": "axial", "rope_theta": spec.theta},
             )

@@ -71,8 +71,9 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         sc = spec.scaling
         kw: dict[str, Any] = {"n_elem": spec.rotary_dim, "base": spec.theta}
         if sc.type == "linear":
-            if float(sc.factor).is_integer():  # type: ignore[arg-type]
-                kw["condense_ratio"] = int(sc.factor)  # type: ignore[arg-type]
+            factor = sc.given("factor")
+            if factor.is_integer():
+                kw["condense_ratio"] = int(factor)
             else:
                 kw["extra_config"] = {"factor": sc.factor}
         elif sc.type == "llama3":

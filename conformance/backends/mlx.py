@@ -129,7 +129,7 @@ class MlxBackend(BaseBackend):
         kind, traditional = spec.scaling.type, spec.pairing == "adjacent"
         plain = spec.resolved_freq_dim == spec.resolved_rotary_dim
         if kind in ("default", "linear") and plain:
-            scale = 1.0 if kind == "default" else 1.0 / spec.scaling.factor
+            scale = 1.0 if kind == "default" else 1.0 / spec.scaling.given("factor")
             return lambda a, off: mx.fast.rope(
                 a, spec.resolved_rotary_dim, traditional=traditional, base=spec.theta, scale=scale, offset=off
             )

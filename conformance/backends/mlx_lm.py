@@ -61,7 +61,8 @@ def hf_scaling_config(spec: RopeSpec) -> tuple[dict[str, Any] | None, int | None
     cfg["rope_type"] = cfg.pop("type")
     m = cfg.pop("max_position_embeddings", None)
     if sc.type == "longrope" and m is None:
-        m = int(round(sc.factor * sc.original_max_position_embeddings))  # type: ignore[operator]
+        # Scaling requires factor when longrope has no max_position_embeddings
+        m = int(round(sc.given("factor") * sc.given_int("original_max_position_embeddings")))
     return cfg, m
 
 

@@ -57,6 +57,8 @@ class TransformerEngineBackend(BaseBackend):
 
     def case_reason(self, case: GoldenCase) -> str | None:
         x = case.arrays.get("x", case.arrays.get("grad"))
+        if x is None:  # not reached: forward and backward cases (the only stages declared) carry x or grad
+            return "the case has no x or grad array"
         offs = sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:
             return "positions must be p0 + arange(len) per sequence"

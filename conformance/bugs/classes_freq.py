@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import SupportsFloat, SupportsInt
 
 import numpy as np
 from roperef.frequencies import inv_freq, yarn_correction_range
@@ -127,8 +128,8 @@ def _theta_candidates(case: GoldenCase, hints: Hints) -> list[float]:
     return out
 
 
-def _theta(case: GoldenCase, theta: object) -> Decoy | None:
-    t = float(theta)  # type: ignore[arg-type]
+def _theta(case: GoldenCase, theta: SupportsFloat) -> Decoy | None:
+    t = float(theta)
     if not (t > 1.0) or abs(t - case.spec.theta) <= _SAME * case.spec.theta:
         return None  # a theta this close is the fit absorbing rounding noise, not a wrong theta
     try:
@@ -159,9 +160,9 @@ def _factor_candidates(case: GoldenCase, hints: Hints) -> list[float]:
     return [x for x in dict.fromkeys(out) if x >= 1.0 and abs(x - f) > 1e-9 * f]
 
 
-def _factor(case: GoldenCase, value: object) -> Decoy | None:
+def _factor(case: GoldenCase, value: SupportsFloat) -> Decoy | None:
     sc = case.spec.scaling
-    v = float(value)  # type: ignore[arg-type]
+    v = float(value)
     spec = with_scaling(case.spec, factor=v)
     if spec is None or sc.factor is None or abs(v - sc.factor) <= _SAME * sc.factor:
         return None
@@ -178,9 +179,9 @@ def _att_squared(case: GoldenCase, _: object) -> Decoy:
 
 def _dyn_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     sc = case.spec.scaling
-    m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+    m = sc.given_int("max_position_embeddings")
     seq = protocol_seq_len(case)
-    out = [m, 2 * seq, seq + 1, max(seq - 1, 1), int(round(sc.factor * m)), 2 * m, 4 * m, 4 * seq, 16 * seq]  # type: ignore[operator]
+    out = [m, 2 * seq, seq + 1, max(seq - 1, 1), int(round(sc.given("factor") * m)), 2 * m, 4 * m, 4 * seq, 16 * seq]
     out += [m * 2**k for k in range(0, 23)]
     h = hints.get("dynamic_length")
     if isinstance(h, (int, np.integer)) and h > 0:
@@ -188,18 +189,18 @@ def _dyn_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     return [x for x in dict.fromkeys(out) if 1 <= x < 2**40 and max(x, m) != max(seq, m)]
 
 
-def _dynamic(case: GoldenCase, length: object) -> Decoy | None:
-    seq, L = protocol_seq_len(case), int(length)  # type: ignore[call-overload]
-    m = case.spec.scaling.max_position_embeddings
-    if L < 1 or max(L, m) == max(seq, m):  # type: ignore[type-var]
+def _dynamic(case: GoldenCase, length: SupportsInt) -> Decoy | None:
+    seq, L = protocol_seq_len(case), int(length)
+    m = case.spec.scaling.given_int("max_position_embeddings")
+    if L < 1 or max(L, m) == max(seq, m):
         return None
     return Decoy("dynamic:length", f"dynamic NTK evaluated at seq_len {L} instead of {seq} (stale or static state)",
-                 param=L, seq_len=lambda s, L=L: L)
+                 param=L, seq_len=lambda s: L)
 
 
 def _longrope(which: str):
     def make(case: GoldenCase, _: object) -> Decoy | None:
-        l0 = int(case.spec.scaling.original_max_position_embeddings)  # type: ignore[arg-type]
+        l0 = case.spec.scaling.given_int("original_max_position_embeddings")
         seq = protocol_seq_len(case)
         long_used = seq > l0
         if which == "swapped":
@@ -214,7 +215,7 @@ def _longrope(which: str):
             words = f"longrope switches at seq_len >= L0 instead of > L0 (long factors at seq_len {seq} = L0)"
         if (new > l0) == long_used:
             return None
-        return Decoy(f"longrope:{which}", words, seq_len=lambda s, n=new: n)
+        return Decoy(f"longrope:{which}", words, seq_len=lambda s: new)
 
     return make
 
@@ -232,21 +233,21 @@ def _truncate(case: GoldenCase, _: object) -> Decoy | None:
 
 def _range_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     sc = case.spec.scaling
-    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
-    out = [int(round(sc.factor * l0)), int(round(l0 / sc.factor))] + [int(round(l0 * 2 ** (k / 2))) for k in range(-12, 13) if k]  # type: ignore[operator]
+    l0, factor = sc.given_int("original_max_position_embeddings"), sc.given("factor")
+    out = [int(round(factor * l0)), int(round(l0 / factor))] + [int(round(l0 * 2 ** (k / 2))) for k in range(-12, 13) if k]
     out.append(protocol_seq_len(case))
     return [x for x in dict.fromkeys(out) if x >= 2 and x != l0]
 
 
-def _range(case: GoldenCase, length: object) -> Decoy | None:
+def _range(case: GoldenCase, length: SupportsInt) -> Decoy | None:
     sc = case.spec.scaling
-    L = int(length)  # type: ignore[call-overload]
+    L = int(length)
     spec = with_scaling(case.spec, original_max_position_embeddings=L)
     if spec is None or yarn_correction_range(spec) == yarn_correction_range(case.spec):
         return None
     return Decoy("yarn:range-length", f"YaRN correction range computed with length {L} instead of "
                  f"original_max_position_embeddings={sc.original_max_position_embeddings}", param=L,
-                 freqs=lambda s, n, sp=spec: (inv_freq(sp, n)[0], inv_freq(s, n)[1]))
+                 freqs=lambda s, n: (inv_freq(spec, n)[0], inv_freq(s, n)[1]))
 
 
 def _ramp2j(case: GoldenCase, _: object) -> Decoy:
@@ -278,10 +279,10 @@ def _prop_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     return [x for x in dict.fromkeys([2 * k, k, d // 2, 2 * k + 2, 2 * k - 2, 2 * k + 1]) if x >= 2 and x != d]
 
 
-def _prop(case: GoldenCase, denominator: object) -> Decoy | None:
+def _prop(case: GoldenCase, denominator: SupportsInt | None) -> Decoy | None:
     w, _s = inv_freq(case.spec, 1)
     k = int(np.count_nonzero(w))
-    den = int(denominator) if denominator is not None else 2 * k  # type: ignore[call-overload]
+    den = int(denominator) if denominator is not None else 2 * k
     if k < 2 or den == case.spec.freq_dim:
         return None
     what = "the rotated width " if den == 2 * k else ""
@@ -300,7 +301,7 @@ def _attention(f: CaseFacts, factor: float) -> bool:
 
 
 def _lr(f: CaseFacts, which: str) -> bool:
-    l0 = f.spec.scaling.original_max_position_embeddings
+    l0 = f.spec.scaling.given_int("original_max_position_embeddings")
     seq = f.seq_len
     ok = {"swapped": True, "always-long": seq <= l0, "always-short": seq > l0, "boundary": seq == l0}[which]
     return ok and _visible_with(_longrope(which))(f)

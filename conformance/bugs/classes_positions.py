@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import SupportsInt
+
 import numpy as np
 from roperef.positions import varlen
 
@@ -41,8 +43,8 @@ def _shift_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def _shift(case: GoldenCase, k: object) -> Decoy | None:
-    k = int(k)  # type: ignore[call-overload]
+def _shift(case: GoldenCase, param: SupportsInt) -> Decoy | None:
+    k = int(param)
     if k == 0:
         return None
     words = f"positions off by one (p{k:+d})" if abs(k) == 1 else f"positions off by {k:+d} (p{k:+d} used for p)"

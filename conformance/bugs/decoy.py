@@ -128,7 +128,7 @@ def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved, estima
         w0 = base_inv_freq(spec.theta, int(spec.resolved_freq_dim), len(w))
         with np.errstate(divide="ignore", invalid="ignore"):
             g = np.where(w0 > 0, w / w0, 1.0)
-        f = float(spec.scaling.factor)  # type: ignore[arg-type]
+        f = spec.scaling.given("factor")  # kappa > 0 only for a blending type (yarn, llama3): factor is required
         blended = (g < 1.0 - 1e-9) & (g > 1.0 / f + 1e-9)
         kappa = np.maximum(kappa, np.where(blended, 4.0 * kappa.max(), 0.0))
     rel = r.c_ang + r.c_log * _log_w(w) + r.c_blend * kappa

@@ -107,6 +107,8 @@ def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFact
     flat = allrows.reshape(-1).astype(np.float64)
     nz = np.abs(flat[flat != 0])
     rows = _plain_rows(case)
+    if rows is None:  # not reached: "positions" is in the arrays (checked above)
+        return base
     packed = "cu_seqlens" in a
     n_rows, differ, not_arange, p_off, p_glob, later, row0 = 1, False, False, False, False, False, 0.0
     if packed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from roperef.frequencies import base_inv_freq, inv_freq, yarn_correction_range
@@ -35,7 +36,7 @@ def plain_spec(spec: RopeSpec) -> RopeSpec | None:
         return None
 
 
-def with_scaling(spec: RopeSpec, **changes: object) -> RopeSpec | None:
+def with_scaling(spec: RopeSpec, **changes: Any) -> RopeSpec | None:
     """``spec`` with some scaling parameters changed (None if the result is not a valid spec)."""
     try:
         return spec.replace(scaling=replace(spec.scaling, **changes))
@@ -55,7 +56,8 @@ def scaling_twice(spec: RopeSpec, seq_len: int) -> Freqs:
 def _llama3_parts(spec: RopeSpec) -> tuple[np.ndarray, float, float, float, float]:
     sc = spec.scaling
     w = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
-    return w, float(sc.factor), float(sc.low_freq_factor), float(sc.high_freq_factor), float(sc.original_max_position_embeddings)
+    return (w, sc.given("factor"), sc.given("low_freq_factor"), sc.given("high_freq_factor"),
+            float(sc.given_int("original_max_position_embeddings")))
 
 
 def llama3_bands_swapped(spec: RopeSpec, seq_len: int, medium: str = "divided") -> Freqs:
