@@ -77,10 +77,9 @@ def per_case(repeat: int) -> None:
 
 def diagnosis(quick: bool) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
+    from bug_engines import BugEngine
     from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
-
-    from bug_engines import BugEngine
     from judge_cases import smoke_cases
 
     base = list(smoke_cases()) + materialize_all(plan_cases(BugEngine()).cases)

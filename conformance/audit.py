@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.errors import bad
 from roperef.spec import RopeSpec
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
+
 from roperef import fast, reference
 from roperef.errors import bad
 from roperef.frequencies import inv_freq

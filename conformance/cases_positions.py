@@ -36,6 +36,7 @@ Qwen2-VL ids, row b shifted by the regime's offset), ``text-only`` (three equal 
 from __future__ import annotations
 
 import numpy as np
+
 from roperef.errors import bad
 from roperef.positions import check_positions, grid_2d, mrope_ids
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from roperef.frequencies import base_inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec
 

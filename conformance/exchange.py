@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from roperef.json_input import JSONInputError, load_json_file
 
 from .atomic_files import write_bytes_atomic, write_text_atomic

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+
 from roperef import fast
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq

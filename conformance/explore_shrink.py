@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+
 from roperef.spec import RopeSpec, Scaling
 
 from .explore_draw import Draw

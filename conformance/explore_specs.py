@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from roperef.errors import bad
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef import fast, reference
 from roperef.frequencies import inv_freq
 from roperef.spec import PAIRINGS, RopeSpec

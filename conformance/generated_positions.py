@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from roperef.positions import grid_2d, mrope_ids
 
 __all__ = ["Regime", "REGIMES", "regime"]

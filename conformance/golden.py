@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from roperef import __version__, reference
 from roperef.frequencies import inv_freq
 from roperef.json_input import JSONInputError, load_json_file, loads_limited

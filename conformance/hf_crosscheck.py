@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, ModelRope, model_rope
 from roperef.hf_overrides import apply_overrides

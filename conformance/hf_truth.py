@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.layout import pair_axes
 from roperef.reference import apply as rotate
 from roperef.spec import PAIRINGS, RopeSpec

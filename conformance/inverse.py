@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.spec import PAIRINGS, RopeSpec

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from roperef import fast
 from roperef.errors import bad
 from roperef.frequencies import inv_freq

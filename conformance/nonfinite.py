@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 

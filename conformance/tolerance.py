@@ -74,6 +74,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.json_input import JSONInputError, read_text_file

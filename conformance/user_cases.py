@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from roperef import fast
 from roperef.frequencies import inv_freq
 from roperef.hf import spec_from_config

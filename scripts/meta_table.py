@@ -32,13 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    from bug_engines import BUGS, BugEngine
     from conformance.bugs.catalogue import BY_ID
     from conformance.bugs.facts import case_facts
     from conformance.declared import Interface
     from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
-
-    from bug_engines import BUGS, BugEngine
     from judge_cases import smoke_cases
 
     smoke = list(smoke_cases())

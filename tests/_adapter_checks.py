@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from conformance.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.frequencies import inv_freq

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
+
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.vocabulary import STAGES
 

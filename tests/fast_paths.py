@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+
 from roperef import fast
 from roperef.ulp import max_ulp_steps
 

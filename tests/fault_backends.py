@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+
 from conformance.backends.numpy_backend import NumpyBackend
 
 

@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 
 import numpy as np
+
 from conformance.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling

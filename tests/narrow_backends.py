@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.case import GoldenCase
 from conformance.vocabulary import FEATURES
-
-from bug_engines import BugEngine
 
 __all__ = ["offset_only_bf16", "tables_only_offsets_ignored", "decode_only_row0", "NarrowEngine"]
 

@@ -7,6 +7,7 @@ import signal
 import time
 
 import numpy as np
+
 from conformance.backends.numpy_backend import NumpyBackend
 
 

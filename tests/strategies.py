@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
+
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 
 __all__ = [

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.audit import BOUND_UNITS, U64, audit_case
 from conformance.case import GoldenCase
 from conformance.golden import load_golden

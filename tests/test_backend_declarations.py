@@ -7,14 +7,14 @@ import json
 from dataclasses import dataclass
 
 import pytest
+
 from conformance.backends.base import BaseBackend, Capabilities, declaration_notes
 from conformance.backends.resolve import BackendError, resolve_backend
 from conformance.report import console, to_json, write_markdown
 from conformance.runner import RunOptions, run_cases
+from judge_cases import forward_case
 from roperef import reference
 from roperef.spec import RopeSpec
-
-from judge_cases import forward_case
 
 FP32_CAPS = Capabilities(stages=frozenset({"forward"}), dtypes=frozenset({"float32"}), angle_dtype="float32")
 

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from conformance.backends.resolve import BackendError, resolve_backend
 
 ROOT = Path(__file__).resolve().parents[1]

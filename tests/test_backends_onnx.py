@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _adapter_checks import assert_sensitive, make_case, require, smoke_results
 from conformance.runner import RunOptions, run_cases
 from conformance.user_cases import load_user_cases
 from conformance.xfail import load_xfail, xfail_path
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
-
-from _adapter_checks import assert_sensitive, make_case, require, smoke_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("onnxruntime", "onnxruntime-contrib", "onnx-reference")
@@ -119,8 +119,9 @@ def test_discrepancy_cases_behave_as_documented(backend):
 def test_reference_wraps_negative_position_ids_to_the_cache_end():
     """The minimal reproducer of docs/backends-onnx.md: position -1 rotates by the last cache row."""
     require("onnx")
-    from conformance.backends.onnx_rotary import standard_model
     from onnx.reference import ReferenceEvaluator
+
+    from conformance.backends.onnx_rotary import standard_model
 
     spec = RopeSpec(8)
     rng = np.random.default_rng(0)
@@ -139,8 +140,9 @@ def test_contrib_scale_has_no_effect_on_cpu():
     """``scale`` ("Custom scale will be used if specified") is read but never used by the CPU kernel."""
     require("onnx")
     ort = require("onnxruntime")
-    from conformance.backends.onnx_rotary import contrib_model
     from onnx import helper
+
+    from conformance.backends.onnx_rotary import contrib_model
 
     spec = RopeSpec(8)
     c, s = reference.cos_sin(spec, np.arange(4))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.backends.names import BUILTIN_BACKENDS
 from conformance.case import GoldenCase
 from conformance.case_source import load_cases
@@ -205,6 +206,7 @@ def test_sequence_offsets_of_the_cuda_kernels() -> None:
 def test_bfloat16_round_trip_is_bit_exact() -> None:
     need("torch")
     import ml_dtypes
+
     from conformance.backends.torch_util import to_numpy, to_torch
 
     bits = np.arange(0, 1 << 16, 7, dtype=np.uint16)

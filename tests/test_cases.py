@@ -8,6 +8,7 @@ from collections import Counter
 import ml_dtypes
 import numpy as np
 import pytest
+
 from conformance.case import CaseRecipe, GoldenCase, check_case_fields
 from conformance.cases import DisagreementError, catalogue, materialize, recipe_positions
 from conformance.cases_catalog import presets_dir

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conformance.cli import main
 
+from conformance.cli import main
 from judge_cases import materialize_subset, write_golden_dir
 
 PATTERN = "forward/default/*,freq/default/*,table/default/half/float64/b2-s16-d64/short,mrope/chunked/*text-only*"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.cli import main
 from conformance.exchange import case_folder
+from judge_cases import materialize_subset, write_golden_dir
 from roperef import reference
 from roperef.spec import RopeSpec
-
-from judge_cases import materialize_subset, write_golden_dir
 
 PATTERN = "forward/default/*,forward/linear/*,freq/default/*,table/default/half/float64/b2-s16-d64/short"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "c_forward" / "rope_forward.c"

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import conformance.cli as cli
 import pytest
+
+import conformance.cli as cli
 from conformance.cli import main
 from conformance.exit_codes import ExitCode
-
 from judge_cases import materialize_subset, write_golden_dir
 
 ROOT = Path(__file__).resolve().parents[1]

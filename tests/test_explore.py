@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
@@ -20,7 +21,6 @@ from conformance.explore_shrink import candidates
 from conformance.explore_specs import Interface
 from conformance.golden import load_golden
 from conformance.vocabulary import FEATURES, STAGES
-
 from wrong_backends import Buggy
 from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions
 

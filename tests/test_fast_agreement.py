@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from roperef import RopeSpec, Scaling, fast, reference
 from roperef.ulp import max_ulp_steps, ulp_steps
-
 from strategies import POS_MAX, POS_MIN, float_arrays, position_values, positions_for, rope_cases, rope_specs
 
 MAX_ULP = 0  # representable steps, i.e. bit for bit: both run the same IEEE operations in the same order (docs/spec.md 5a)

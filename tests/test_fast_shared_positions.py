@@ -16,10 +16,10 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import given
 from hypothesis import settings as examples
-from roperef import RopeSpec, fast, reference
-from roperef.ulp import max_ulp_steps
 
 from fast_paths import assert_same_and_close, settings, two_paths
+from roperef import RopeSpec, fast, reference
+from roperef.ulp import max_ulp_steps
 from strategies import rope_cases, rope_specs
 
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")

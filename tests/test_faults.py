@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conformance.cli import main
-from conformance.runner import RunOptions, cpu_count, effective_jobs, run_cases
-from roperef.spec import RopeSpec
 
 import fault_backends as fb
+from conformance.cli import main
+from conformance.runner import RunOptions, cpu_count, effective_jobs, run_cases
 from judge_cases import forward_case, materialize_subset, write_golden_dir
+from roperef.spec import RopeSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

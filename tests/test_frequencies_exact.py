@@ -24,13 +24,13 @@ import ml_dtypes  # noqa: F401  # imported before the ufuncs are patched (it reg
 import mpmath
 import numpy as np
 import pytest
-from conformance.exact_model import mp_inv_freq
-from conformance.golden import default_golden_dir, verify_golden
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from conformance.exact_model import mp_inv_freq
+from conformance.golden import default_golden_dir, verify_golden
 from roperef import RopeSpec, fast, reference
 from roperef.frequencies import inv_freq
-
 from strategies import rope_specs
 
 mpf = mpmath.mpf

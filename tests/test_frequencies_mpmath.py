@@ -27,6 +27,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+
 from roperef import RopeSpec, Scaling
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import CATALOGUE
 from conformance.check_sources import attach_sections, with_generated
@@ -16,12 +18,10 @@ from conformance.generated import materialize_all, materialize_generated, plan_c
 from conformance.generated_positions import COVERAGE_REGIMES, REGIMES
 from conformance.generated_specs import SPEC_VARIANTS
 from conformance.runner import RunOptions, run_cases
-from roperef import reference
-from roperef.ulp import max_ulp_error
-
-from bug_engines import BugEngine
 from judge_cases import smoke_cases
 from narrow_backends import NarrowEngine
+from roperef import reference
+from roperef.ulp import max_ulp_error
 
 
 def test_every_probe_names_a_known_spec_variant_and_regime():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.cases import catalogue, materialize
 from conformance.cli import main
 from conformance.golden import (

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.cases_catalog import presets_dir
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, NoRopeError, load_config, model_rope, spec_from_config

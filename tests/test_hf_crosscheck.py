@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conformance.cases_catalog import presets_dir
 from roperef import hf_families as fam
 from roperef.hf import HFQuirks

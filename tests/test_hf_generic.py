@@ -12,6 +12,7 @@ import json
 from collections import Counter
 
 import pytest
+
 from roperef.hf import ModelRope, NoRopeError, model_rope, spec_from_config
 
 #: A model type neither transformers nor roperef knows, with RoPE keys.

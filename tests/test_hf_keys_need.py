@@ -1,6 +1,7 @@
 """Level.need_num / need_int: a key the caller knows is present, with a clear error when it is not."""
 
 import pytest
+
 from roperef.hf_keys import Level
 
 

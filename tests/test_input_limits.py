@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conformance.cli import main
 from conformance.golden import GoldenError, load_golden, verify_golden
 from conformance.npy_limits import ArrayFileError, check_npy_file
-from roperef.json_input import JSONInputError, JSONLimits, load_json_file, loads_limited
-
 from judge_cases import materialize_subset, write_golden_dir
+from roperef.json_input import JSONInputError, JSONLimits, load_json_file, loads_limited
 
 PATTERN = "forward/default/half/*,freq/default/*"
 HUGE = 2**37  # elements: 1 TiB of float64

@@ -8,18 +8,18 @@ pass-through channel touched); the inverse diagnosis must say what happened in w
 from __future__ import annotations
 
 import numpy as np
+
 from conformance.backends.base import Capabilities
 from conformance.diagnose import diagnose
 from conformance.inverse import inverse_diagnosis
 from conformance.tolerance import get_profile, resolve
 from conformance.vocabulary import STAGES
+from judge_cases import forward_case
 from roperef import reference
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 from roperef.reference import two_product
 from roperef.spec import RopeSpec, Scaling
-
-from judge_cases import forward_case
 
 CAPS = Capabilities(stages=frozenset(STAGES), angle_dtype="float32", table_dtype="float32")
 POS = np.stack([np.arange(4089, 4105), np.arange(249, 265)])

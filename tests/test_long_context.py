@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 import pytest
+
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
 from conformance.case import GoldenCase
@@ -24,7 +25,6 @@ from conformance.tolerance import bounds, get_profile, pair_coefficients, resolv
 from roperef import fast
 from roperef.layout import pair_map
 from roperef.spec import RopeSpec, Scaling
-
 from wrong_backends_long import CachedTableBackend
 
 SMALL = RopeSpec(8, theta=500000.0)

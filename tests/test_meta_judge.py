@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from bug_engines import BUGS, BugEngine
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.resolve import resolve_backend
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
@@ -24,8 +26,6 @@ from conformance.cli import main
 from conformance.declared import Interface
 from conformance.generated import materialize_all, plan_cases
 from conformance.runner import RunOptions, run_cases
-
-from bug_engines import BUGS, BugEngine
 from judge_cases import smoke_cases
 
 PER_TIER = 6

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from roperef.positions import check_cu_seqlens, check_positions, contiguous, grid_2d, mrope_ids, varlen
 
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from conformance.assertions import assert_rope_conforms
 
+from conformance.assertions import assert_rope_conforms
 from judge_cases import materialize_subset, write_golden_dir
 from wrong_backends import Buggy
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from roperef import RopeSpec, Scaling
 from roperef.frequencies import inv_freq
 from roperef.reference import apply, backward, cos_sin, forward

@@ -7,12 +7,12 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from conformance import report as rep
 from conformance.runner import RunOptions, run_cases
 from conformance.xfail import parse_xfail
-from roperef.spec import RopeSpec
-
 from judge_cases import forward_case
+from roperef.spec import RopeSpec
 from wrong_backends import Buggy
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
+import runner_backends as rb
 from conformance.backends.numpy_backend import NumpyBackend
 from conformance.runner import RunOptions, run_cases
 from conformance.xfail import load_xfail, parse_xfail
-from roperef.spec import RopeSpec
-
-import runner_backends as rb
 from judge_cases import forward_case
+from roperef.spec import RopeSpec
 
 
 def _cases(n=2):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from roperef.sincos import COS_COEFFS, PIO2_CHUNKS, SIN_COEFFS, TWO_OVER_PI, sincos, two_product
 from roperef.ulp import error_in_ulps
 
@@ -96,6 +97,7 @@ def test_angles_next_to_multiples_of_half_pi():
 @pytest.mark.parametrize("shape", [(7,), (3, 5)])
 def test_numba_twin_is_bit_identical(shape):
     from numba import njit
+
     from roperef.fast_sincos import sincos as sincos_nb
 
     @njit

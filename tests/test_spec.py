@@ -14,8 +14,8 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from roperef import RopeSpec, Scaling
 
+from roperef import RopeSpec, Scaling
 from strategies import rope_specs, scalings
 
 NAN, INF = float("nan"), float("inf")

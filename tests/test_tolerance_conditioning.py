@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 import pytest
+
 from conformance.backends.emulated import F32, Float32Emulation
 from conformance.conditioning import blend_conditioning
 from conformance.runner import RunOptions, run_cases
+from judge_cases import forward_case
 from roperef.frequencies import inv_freq, yarn_correction_range
 from roperef.layout import pair_axes
 from roperef.spec import RopeSpec, Scaling
-
-from judge_cases import forward_case
 
 # gpt-oss-20b: yarn, factor 32, truncate false, theta 150000, head_dim 64
 GPT_OSS = RopeSpec(

@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import conformance.atomic_files as atomic
 import conformance.golden as golden_mod
-import pytest
 from conformance.cli import main
 from conformance.golden import load_golden, verify_golden, write_golden, write_golden_set
-
 from judge_cases import materialize_subset
 
 ROOT = Path(__file__).resolve().parents[1]

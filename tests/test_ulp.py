@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from roperef.ulp import error_in_ulps, max_ulp_error, max_ulp_steps, ulp_error, ulp_steps
 
 ONE = np.float64(1.0)

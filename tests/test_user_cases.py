@@ -13,12 +13,12 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+
 from conformance.assertions import assert_rope_conforms
 from conformance.cli import main
 from conformance.user_cases import UserCaseError, load_user_cases
 from roperef import reference
 from roperef.spec import RopeSpec
-
 from wrong_backends import Buggy
 
 ROOT = Path(__file__).resolve().parents[1]

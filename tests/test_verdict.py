@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from bug_engines import BugEngine
 from conformance.check_sources import attach_sections
 from conformance.generated import materialize_all, plan_cases
 from conformance.runner import RunOptions, run_cases
-
-from bug_engines import BugEngine
 from judge_cases import smoke_cases
 
 ROOT = Path(__file__).resolve().parents[1]

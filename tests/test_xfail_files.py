@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from conformance.backends.names import BUILTIN_BACKENDS
 from conformance.xfail import XFAIL_DIR, load_xfail, xfail_path
 

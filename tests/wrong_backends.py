@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
+
 from conformance.backends.emulated import Float32Emulation, emulation_rows, float32_inv_freq
 from roperef.layout import pair_axes
 from roperef.spec import RopeSpec, Scaling

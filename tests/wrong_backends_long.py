@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation, float32_inv_freq
 

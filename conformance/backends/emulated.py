@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec, Scaling

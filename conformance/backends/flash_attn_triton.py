@@ -41,6 +41,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.spec import SCALING_TYPES, RopeSpec
 
 from ..case import GoldenCase, case_features

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 from roperef.positions import varlen
 
 __all__ = ["missing_modules", "positions_fit_int32", "to_jax", "to_numpy", "int32_positions", "JitCache", "vjp_x", "as_bshd", "call_bshd"]

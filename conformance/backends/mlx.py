@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 

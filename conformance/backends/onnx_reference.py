@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.spec import RopeSpec
 
 from .base import BaseBackend, Capabilities

@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from roperef import reference
 from roperef.spec import RopeSpec
 

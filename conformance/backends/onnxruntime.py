@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from roperef.spec import RopeSpec
 
 from ..case import GoldenCase

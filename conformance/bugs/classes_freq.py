@@ -7,6 +7,7 @@ from functools import partial
 from typing import SupportsFloat, SupportsInt
 
 import numpy as np
+
 from roperef.frequencies import inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec
 

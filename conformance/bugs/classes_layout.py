@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
+
 from roperef.layout import pair_map
 from roperef.spec import PAIRINGS, RopeSpec
 

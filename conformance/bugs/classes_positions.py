@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import SupportsInt
 
 import numpy as np
+
 from roperef.positions import varlen
 
 from ..case import GoldenCase

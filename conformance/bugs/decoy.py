@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import base_inv_freq, estimate_inv_freq
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map

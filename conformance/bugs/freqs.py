@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+
 from roperef.frequencies import base_inv_freq, inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec, Scaling
 

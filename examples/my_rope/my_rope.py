@@ -7,6 +7,7 @@ rotation in float32, rotate-half pairing, plain RoPE (no scaling), the whole hea
 """
 
 import numpy as np
+
 from conformance.backends.base import BaseBackend, Capabilities
 
 
