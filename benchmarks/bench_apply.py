@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import resource
@@ -38,16 +37,16 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from roperef import RopeSpec, fast, reference  # noqa: E402
-from roperef.positions import mrope_ids  # noqa: E402
+from roperef import RopeSpec, fast, reference
+from roperef.positions import mrope_ids
 
 
 @dataclass
@@ -118,21 +117,21 @@ def hf_tables(case: Case, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([c, c], -1).astype(dtype), np.concatenate([s, s], -1).astype(dtype)
 
 
-def torch_impl(case: Case):  # type: ignore[no-untyped-def]
+def torch_impl(case: Case):
     import torch
 
     torch.set_num_threads(2)
     q = torch.from_numpy(np.ascontiguousarray(case.x.transpose(0, 2, 1, 3)))  # [B, H, T, D]
     c, s = (torch.from_numpy(a)[:, None] for a in hf_tables(case, case.x.dtype))
 
-    def rotate_half(v):  # type: ignore[no-untyped-def]
+    def rotate_half(v):
         half = v.shape[-1] // 2
         return torch.cat((-v[..., half:], v[..., :half]), dim=-1)
 
     return (lambda: q * c + rotate_half(q) * s), (lambda: q * c - rotate_half(q) * s)
 
 
-def jax_impl(case: Case):  # type: ignore[no-untyped-def]
+def jax_impl(case: Case):
     import jax
     import jax.numpy as jnp
 
@@ -141,7 +140,7 @@ def jax_impl(case: Case):  # type: ignore[no-untyped-def]
     q = jnp.asarray(np.ascontiguousarray(case.x.transpose(0, 2, 1, 3)))
     c, s = (jnp.asarray(a)[:, None] for a in hf_tables(case, case.x.dtype))
 
-    def rotate_half(v):  # type: ignore[no-untyped-def]
+    def rotate_half(v):
         half = v.shape[-1] // 2
         return jnp.concatenate((-v[..., half:], v[..., :half]), axis=-1)
 
@@ -150,7 +149,7 @@ def jax_impl(case: Case):  # type: ignore[no-untyped-def]
     return (lambda: fwd(q, c, s).block_until_ready()), (lambda: bwd(q, c, s).block_until_ready())
 
 
-def mlx_impl(case: Case):  # type: ignore[no-untyped-def]
+def mlx_impl(case: Case):
     import mlx.core as mx
 
     if case.x.dtype != np.float32:
@@ -161,7 +160,7 @@ def mlx_impl(case: Case):  # type: ignore[no-untyped-def]
     q = mx.array(np.ascontiguousarray(case.x.transpose(0, 2, 1, 3)))
     d = case.spec.head_dim
 
-    def fwd():  # type: ignore[no-untyped-def]
+    def fwd():
         y = mx.fast.rope(q, d, traditional=False, base=case.spec.theta, scale=1.0, offset=0)
         mx.eval(y)
         return y
@@ -329,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {key}: {value}")
         elif key.startswith("targets"):
             print(f"# {key} (measured in this run; reported, never asserted):")
-            for name, verdict in value.items():  # type: ignore[attr-defined]
+            for name, verdict in value.items():  # type: ignore[attr-defined]  # the "targets" row holds a dict
                 print(f"#   {name}: {verdict}")
     if args.json:
         Path(args.json).write_text(json.dumps({"info": info, "rows": [asdict(r) for r in rows]}, indent=1))

@@ -68,18 +68,19 @@ def per_case(repeat: int) -> None:
         gen_t.append((t2 - t1) / len(gen))
         judge_g.append(rg.seconds / len(golden))
         judge_n.append(rn.seconds / len(gen))
-    ms = lambda xs: 1000 * statistics.median(xs)  # noqa: E731
-    print(f"  golden:    {len(golden)} cases, load {ms(load_t):.2f} ms/case + judge {ms(judge_g):.2f} ms/case = {ms(load_t) + ms(judge_g):.2f} ms/case")
-    print(f"  generated: {len(gen)} cases, plan + materialize {ms(gen_t):.2f} ms/case + judge {ms(judge_n):.2f} ms/case = {ms(gen_t) + ms(judge_n):.2f} ms/case")
+    ms = lambda xs: 1000 * statistics.median(xs)  # noqa: E731  # a one-line unit conversion local to this report
+    print(f"  golden:    {len(golden)} cases, load {ms(load_t):.2f} ms/case + judge {ms(judge_g):.2f} ms/case"
+          f" = {ms(load_t) + ms(judge_g):.2f} ms/case")
+    print(f"  generated: {len(gen)} cases, plan + materialize {ms(gen_t):.2f} ms/case + judge {ms(judge_n):.2f} ms/case"
+          f" = {ms(gen_t) + ms(judge_n):.2f} ms/case")
 
 
 def diagnosis(quick: bool) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from bug_engines import BugEngine
-    from judge_cases import smoke_cases
-
     from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
+    from judge_cases import smoke_cases
 
     base = list(smoke_cases()) + materialize_all(plan_cases(BugEngine()).cases)
     cases = base[::4] if quick else base

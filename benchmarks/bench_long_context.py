@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{length:>8} {stage:>8} {dtype:>8} {row.status:>6} {row.budget if row.budget is not None else float('nan'):>8.3g} "
               f"{row.seconds:>8.2f} {row.backend_seconds:>9.2f} {row.out_gb:>7.2f} {row.judge_gb_s:>10.2f} "
-              f"{row.frac_copy or 0:>7.3f} {row.frac_copy_512 or 0:>7.3f} {row.mel_s:>7.1f} {row.traced_mib:>10.1f} {row.traced_chunks:>7.1f} {row.rss_delta_mib:>8.1f} {row.rss_mib:>7.0f}")
+              f"{row.frac_copy or 0:>7.3f} {row.frac_copy_512 or 0:>7.3f} {row.mel_s:>7.1f} {row.traced_mib:>10.1f} "
+              f"{row.traced_chunks:>7.1f} {row.rss_delta_mib:>8.1f} {row.rss_mib:>7.0f}")
     print(f"copy bandwidth (np.copyto of {chunk_bytes / 2**20:.1f} MiB float64, read+write): {copy_before:.1f} GB/s "
           f"before the rows, {copy_after:.1f} GB/s after (used: {copy_bw:.1f}); 512 MiB: {big_before:.1f} / "
           f"{big_after:.1f} GB/s (used: {big_bw:.1f})")

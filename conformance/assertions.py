@@ -14,9 +14,11 @@ The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .backends.resolve import resolve_backend
+from .case import GoldenCase
 from .case_source import load_cases, user_case_source
 from .failure_text import failure_text
 from .runner import RunOptions, run_cases
@@ -27,14 +29,14 @@ __all__ = ["assert_rope_conforms"]
 
 def assert_rope_conforms(
     backend: Any,
-    filter: str | Sequence[str] | None = None,  # noqa: A002 - the documented keyword
+    filter: str | Sequence[str] | None = None,
     *,
     dtypes: Sequence[str] = (),
     tier: str = "smoke",
     profile: str | None = None,
     golden: str | None = None,
     xfail: str | None = None,
-    cases: "str | os.PathLike[str] | Sequence[Any] | None" = None,
+    cases: str | os.PathLike[str] | Sequence[GoldenCase] | None = None,
 ) -> Any:
     """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
 

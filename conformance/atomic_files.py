@@ -24,8 +24,9 @@ import signal
 import stat
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["NotARegularFile", "require_writable_target", "write_bytes_atomic", "write_text_atomic",
            "swap_in_directory", "sigint_deferred", "fsync_directory"]

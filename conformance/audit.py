@@ -11,7 +11,8 @@ channels must be copied bit-exactly.
 Errors are reported in two units:
 
 - ``ulp``: ``|stored - exact| / ulp(exact)`` (``ulp`` = the float64 spacing at ``|exact|``: error
-  over spacing, :func:`roperef.ulp.error_in_ulps`, not representable steps); large where the output itself cancels to nearly zero, so it is reported, not asserted;
+  over spacing, :func:`roperef.ulp.error_in_ulps`, not representable steps); large where the output
+  itself cancels to nearly zero, so it is reported, not asserted;
 - ``bound``: ``|stored - exact| / (u * m)`` with ``u = 2^-53`` and ``m`` the pair magnitude
   ``s (|x_a| + |x_b|)`` (apply: ``|x_a||c| + |x_b||s|`` for ``y_a``, ``|x_b||c| + |x_a||s|`` for
   ``y_b``; tables: ``s``; inv_freq: ``|exact|``).
@@ -31,8 +32,9 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +75,7 @@ class AuditResult:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _context():  # type: ignore[no-untyped-def]
+def _context() -> Any:  # an mpmath.MPContext; mpmath ships no type hints
     import mpmath  # lazy: the audit alone needs mpmath (50-digit arithmetic)
 
     ctx = mpmath.MPContext()
@@ -106,7 +108,7 @@ def _sample(case: GoldenCase, shape: tuple[int, ...], samples: int, extra: list[
 class _Angles:
     """cos/sin of exact angles ``p*w`` (cached per (p, w))."""
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.cache: dict[tuple[int, float], tuple[Any, Any]] = {}
 

@@ -28,8 +28,9 @@ Ids. A catalogue case id is ``family/variant/pairing/dtype/shape/positions``, e.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -214,7 +215,7 @@ def case_features(case: GoldenCase) -> frozenset[str]:
     spec, out = case.spec, set()
     if spec.rotary_start > 0:
         out.add("window_last")
-    elif spec.rotary_dim < spec.head_dim:  # type: ignore[operator]
+    elif spec.resolved_rotary_dim < spec.head_dim:
         out.add("partial")
     if spec.freq_dim != spec.rotary_dim:
         out.add("odd_freq_dim")

@@ -12,15 +12,16 @@ selection must match at least one case unless ``allow_empty``.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from roperef import __version__
 
+from . import golden as golden_files  # default_golden_dir called through the module: tests point it elsewhere
 from .case import GoldenCase
 from .cases import catalogue, materialize
-from . import golden as golden_files  # default_golden_dir called through the module: tests point it elsewhere
 from .golden import MANIFEST, GoldenError, load_golden
 from .selection import select, select_cases
 from .usage_error import UsageError

@@ -26,7 +26,8 @@ flags, ...: :mod:`conformance.vocabulary`) live below this module; selection by 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
@@ -88,9 +89,9 @@ def _draw(recipe: CaseRecipe, rng: np.random.Generator, shape: tuple[int, ...]) 
     return _round(x, recipe.dtype)
 
 
-def _both(recipe: CaseRecipe, name: str, compute: Callable[[object], object], check_fast: bool) -> list[np.ndarray]:
-    """Run ``compute`` with the reference and (if ``check_fast``) the fast twin; agreement within
-    2 ulp (error over spacing, :func:`roperef.ulp.ulp_error` of the twin against the reference)."""
+def _both(recipe: CaseRecipe, name: str, compute: Callable[[ModuleType], object], check_fast: bool) -> list[np.ndarray]:
+    """Run ``compute`` with the module :mod:`roperef.reference` and (if ``check_fast``) its twin :mod:`roperef.fast`;
+    agreement within 2 ulp (error over spacing, :func:`roperef.ulp.ulp_error` of the twin against the reference)."""
     ref = compute(reference)
     ref_list = list(ref) if isinstance(ref, tuple) else [ref]
     if check_fast:

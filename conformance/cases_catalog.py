@@ -15,9 +15,10 @@ import json
 import math
 import os
 import warnings
+from collections.abc import Iterator
 from itertools import product
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 from roperef.frequencies import base_inv_freq
 from roperef.hf import model_rope
@@ -39,11 +40,11 @@ def _longrope_factors(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return short, long
 
 
-def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: object) -> RopeSpec:
-    """A realistic spec of scaling type ``kind`` at ``head_dim``."""
+def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: Any) -> RopeSpec:
+    """A realistic spec of scaling type ``kind`` at ``head_dim``; ``extra``: further :class:`RopeSpec` fields."""
     n = head_dim // 2
     if kind == "default":
-        return RopeSpec(head_dim, pairing=pairing, theta=10000.0, **extra)  # type: ignore[arg-type]
+        return RopeSpec(head_dim, pairing=pairing, theta=10000.0, **extra)
     if kind == "linear":
         sc = Scaling("linear", factor=4.0)
         theta = 10000.0
@@ -70,7 +71,7 @@ def scaling_spec(kind: str, head_dim: int, pairing: str = "half", **extra: objec
         theta = 1e6
     else:
         raise ValueError(f"scaling kind={kind!r}: unknown")
-    return RopeSpec(head_dim, pairing=pairing, theta=theta, scaling=sc, **extra)  # type: ignore[arg-type]
+    return RopeSpec(head_dim, pairing=pairing, theta=theta, scaling=sc, **extra)
 
 
 def _recipe(family: str, variant: str, spec: RopeSpec, dtype: str, tier: str, stage: str,
@@ -84,9 +85,9 @@ def _recipe(family: str, variant: str, spec: RopeSpec, dtype: str, tier: str, st
     all_flags = set(flags) | set(REGIME_FLAGS.get(positions, ()))
     if spec.rotary_start > 0:
         all_flags.add("window-last")
-    elif spec.rotary_dim < spec.head_dim:
+    elif spec.resolved_rotary_dim < spec.head_dim:
         all_flags.add("partial")
-    if spec.freq_dim % 2:
+    if spec.resolved_freq_dim % 2:
         all_flags.add("odd-width")
     if spec.pairing == "adjacent_in_half_out":
         all_flags.add("pairing-order")
@@ -131,14 +132,16 @@ def _freq() -> Iterator[CaseRecipe]:
     yield _recipe(f, "ntk", scaling_spec("ntk", 128), "float64", "smoke", "inv_freq", (), "", seq_len=4096)
     yield _recipe(f, "yarn", scaling_spec("yarn", 128), "float64", "smoke", "inv_freq", (), "",
                   ("attention-factor",), seq_len=4096)
-    oss = dict(factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0)
     for trunc in (True, False):
-        spec = RopeSpec(64, theta=150000.0, scaling=Scaling("yarn", truncate=trunc, **oss))  # gpt-oss
+        oss = Scaling("yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+                      truncate=trunc)
+        spec = RopeSpec(64, theta=150000.0, scaling=oss)  # gpt-oss
         yield _recipe(f, f"yarn-truncate-{'on' if trunc else 'off'}", spec, "float64", "smoke", "inv_freq", (),
                       "", ("attention-factor", "boundary"), seq_len=4096)
-    ds = dict(factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0)
     for ms, ma, tag in ((0.707, 0.707, "yarn-mscale-v2"), (1.0, 0.0, "yarn-mscale-only"), (1.0, 0.8, "yarn-mscale-ratio")):
-        spec = RopeSpec(64, pairing="adjacent_in_half_out", scaling=Scaling("yarn", mscale=ms, mscale_all_dim=ma, **ds))
+        ds = Scaling("yarn", factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+                     mscale=ms, mscale_all_dim=ma)  # DeepSeek-V2/V3
+        spec = RopeSpec(64, pairing="adjacent_in_half_out", scaling=ds)
         yield _recipe(f, tag, spec, "float64", "smoke", "inv_freq", (), "", ("attention-factor",), seq_len=4096)
     spec = RopeSpec(64, scaling=Scaling("yarn", factor=4.0, original_max_position_embeddings=2048, attention_factor=0.75))
     yield _recipe(f, "yarn-attention-factor", spec, "float64", "smoke", "inv_freq", (), "", ("attention-factor",),
@@ -199,7 +202,7 @@ def _apply() -> Iterator[CaseRecipe]:
 def _forward() -> Iterator[CaseRecipe]:
     """Every scaling type x both pairings x four dtypes; the position regimes rotate over the grid."""
     f = "forward"
-    for si, (kind, pi, di) in enumerate(product(SCALING_TYPES, range(2), range(4))):
+    for kind, pi, di in product(SCALING_TYPES, range(2), range(4)):
         pairing, dtype = _PAIRINGS[pi], DTYPES[di]
         # (scaling, pairing, dtype) -> regime: every scaling and every dtype meets every regime
         regime = PLAIN_REGIMES[(SCALING_TYPES.index(kind) + pi + 2 * di) % len(PLAIN_REGIMES)]

@@ -7,7 +7,8 @@ goldens; a generated id equal to a golden id is skipped (the golden wins).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .case import GoldenCase
 from .coverage import coverage

@@ -16,8 +16,9 @@ import importlib
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
+from typing import NoReturn
 
 from .exit_codes import ExitCode
 
@@ -33,7 +34,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: exit 2 with one line
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with one line
         self.print_usage(sys.stderr)
         print(f"roperef: error: {message}", file=sys.stderr)
         raise SystemExit(2)
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prefix}: error: unexpected exit request SystemExit({exc.code!r}) (a backend or plugin called "
               "sys.exit; rerun with --debug for the traceback)", file=sys.stderr)
         return ExitCode.INTERNAL
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         code, line = _describe(exc)

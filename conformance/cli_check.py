@@ -14,10 +14,12 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import report as rep
+from . import runner  # runner.run_cases called through the module: tests wrap it to see the options
 from .atomic_files import NotARegularFile, require_writable_target
 from .backend_load import load_in_process, load_isolated_backend
 from .backends.resolve import ENV_VAR, BackendError
@@ -30,7 +32,6 @@ from .exit_codes import ExitCode
 from .interrupt import StopFlag, sigint_sets
 from .report_sections import coverage_line, write_verdict_png
 from .run_verdict import exit_code_for, nothing_judged_line
-from . import runner  # runner.run_cases called through the module: tests wrap it to see the options
 from .runner import RunOptions, effective_jobs
 from .stage_call import DEFAULT_TIMEOUT_S
 from .tolerance import default_profile_name, get_profile
@@ -46,11 +47,13 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", "-k", action="append", default=[], metavar="PAT", help="case id substring or glob; repeat or comma-separate for OR")
     p.add_argument("--dtype", action="append", choices=DTYPES, default=[], help="only cases of this dtype (repeatable)")
     p.add_argument("--tier", choices=TIERS, default="smoke", help="smoke (checked-in golden/) or full (generated in memory)")
-    p.add_argument("--profile", default=None, help="tolerance profile: strict, fp32-angles, backend, or a .toml file (default: by the backend's angle dtype)")
+    p.add_argument("--profile", default=None,
+                   help="tolerance profile: strict, fp32-angles, backend, or a .toml file (default: by the backend's angle dtype)")
     p.add_argument("--tol", action="append", default=[], metavar="KEY=VALUE", help="override a profile constant, e.g. c_ang=16")
     p.add_argument("--golden", default=None, metavar="DIR", help="golden directory (default: env ROPEREF_GOLDEN or the repository's golden/)")
     p.add_argument("--outputs", default=None, metavar="DIR", help="judge output files written by a foreign program into an exported DIR")
-    p.add_argument("--cases", default=None, metavar="DIR", help="judge your own cases instead of the golden set: folders with case.json + .npy/.npz arrays (docs/user-cases.md)")
+    p.add_argument("--cases", default=None, metavar="DIR",
+                   help="judge your own cases instead of the golden set: folders with case.json + .npy/.npz arrays (docs/user-cases.md)")
     p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures: 'PATTERN  reason' per line")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time (capped by the number of CPU cores)")
     p.add_argument("--isolate", action="store_true", help="run the backend in worker processes (segfaults, exits and hangs become ERROR)")
@@ -142,7 +145,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError("--outputs judges files; it cannot be combined with --backend")
     if args.plot:
         try:
-            import matplotlib  # noqa: F401
+            import matplotlib  # noqa: F401  # imported only to fail early, before any case runs, if it is missing
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
     if args.cases and (args.outputs or args.golden or args.tier != "smoke"):

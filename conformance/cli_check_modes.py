@@ -22,9 +22,10 @@ import json
 import secrets
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from roperef.errors import bad
 from roperef.hf import spec_from_config
@@ -126,7 +127,7 @@ def _load_spec(text: str) -> Any:
     return spec
 
 
-def parse_mode(args: argparse.Namespace) -> "ExploreMode | LongContextMode | None":
+def parse_mode(args: argparse.Namespace) -> ExploreMode | LongContextMode | None:
     """The mode the flags ask for (None: the golden run), validated; ValueError on bad input."""
     explore, long = args.explore is not None, args.long_context is not None
     if explore and long:

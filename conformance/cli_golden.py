@@ -28,6 +28,7 @@ import numpy as np
 
 from .atomic_files import require_writable_target, write_text_atomic
 from .audit import BOUND_UNITS, audit_case
+from .case import GoldenCase
 from .cases import catalogue, materialize
 from .exit_codes import ExitCode
 from .golden import GoldenError, default_golden_dir, load_golden, read_manifest, verify_golden, write_golden_set
@@ -149,7 +150,7 @@ def _list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _find_case(case_id: str, directory: str | None):  # type: ignore[no-untyped-def]
+def _find_case(case_id: str, directory: str | None) -> tuple[GoldenCase, str]:
     folder = Path(directory) if directory else default_golden_dir()
     if directory and not (folder / "manifest.json").is_file():
         raise GoldenError(f"--dir {folder}: {'holds no manifest.json' if folder.is_dir() else 'does not exist'} "

@@ -99,8 +99,8 @@ def _layers_table(mr: Any) -> str:
 
 def _against(args: argparse.Namespace, config: dict[str, Any], overrides: dict[str, Any]) -> int:
     try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
+        import torch  # noqa: F401  # imported only to check that it is installed
+        import transformers  # noqa: F401  # imported only to check that it is installed
     except ImportError as exc:
         print(f"roperef spec: error: --against transformers needs torch and transformers installed ({exc})",
               file=sys.stderr)

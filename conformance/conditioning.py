@@ -45,7 +45,7 @@ __all__ = ["blend_conditioning"]
 
 def _yarn(spec: RopeSpec) -> np.ndarray:
     sc = spec.scaling
-    rho = 1.0 - 1.0 / sc.factor
+    rho = 1.0 - 1.0 / sc.given("factor")
     low, high = yarn_correction_range(spec)
     width = high - low
     j = np.arange(spec.n_pairs, dtype=np.float64)
@@ -60,9 +60,10 @@ def _yarn(spec: RopeSpec) -> np.ndarray:
 
 def _llama3(spec: RopeSpec) -> np.ndarray:
     sc = spec.scaling
-    f, a, b, l0 = sc.factor, sc.low_freq_factor, sc.high_freq_factor, sc.original_max_position_embeddings
+    f, a, b = sc.given("factor"), sc.given("low_freq_factor"), sc.given("high_freq_factor")
+    l0 = sc.given_int("original_max_position_embeddings")
     rho = 1.0 - 1.0 / f
-    w0 = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
+    w0 = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
     ratio = l0 * w0 / (2.0 * math.pi)  # L0 / lambda
     if b <= a:  # equal factors (Llama 4): no middle band, no blend
         return np.zeros(spec.n_pairs)
@@ -76,8 +77,8 @@ def _llama3(spec: RopeSpec) -> np.ndarray:
 def blend_conditioning(spec: RopeSpec) -> np.ndarray:
     """``kappa[n]``: relative inv_freq error per unit roundoff of the blend weight (0 where there is no blend)."""
     kind = spec.scaling.type
-    if spec.vision is None and kind == "yarn" and spec.scaling.factor > 1.0:
+    if spec.vision is None and kind == "yarn" and spec.scaling.given("factor") > 1.0:
         return _yarn(spec)
-    if spec.vision is None and kind == "llama3" and spec.scaling.factor > 1.0:
+    if spec.vision is None and kind == "llama3" and spec.scaling.given("factor") > 1.0:
         return _llama3(spec)
     return np.zeros(spec.n_pairs, dtype=np.float64)

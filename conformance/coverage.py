@@ -18,7 +18,8 @@ number docs/backends.md shows per backend.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .bugs.catalogue import CATALOGUE
 from .bugs.facts import case_facts
@@ -86,13 +87,13 @@ def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
         rows.append(row)
     expressible_ids = [r["id"] for r in rows if not str(r.get("why", "")).startswith("the interface cannot express it")]
     judged_n = sum(r["judged"] for r in rows)
-    reasons = Counter(r.message for r in report.results if r.status == "NOT_SUPPORTED")
+    unsupported = Counter(r.message for r in report.results if r.status == "NOT_SUPPORTED")
     return {
         "classes": rows,
         "total": len(rows),
         "expressible": len(expressible_ids),
         "judged": judged_n,
         "fraction": (sum(r["judged"] for r in rows if r["id"] in expressible_ids) / len(expressible_ids)) if expressible_ids else None,
-        "not_supported": [{"reason": m, "count": n} for m, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "inconsistent": sum(n for m, n in reasons.items() if m.startswith(INCONSISTENT)),
+        "not_supported": [{"reason": m, "count": n} for m, n in sorted(unsupported.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "inconsistent": sum(n for m, n in unsupported.items() if m.startswith(INCONSISTENT)),
     }

@@ -9,8 +9,9 @@ again under the plausible other declarations; if one passes, the report says so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

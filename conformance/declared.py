@@ -34,7 +34,7 @@ class Interface:
     declared_stages: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, backend: Any) -> "Interface":
+    def of(cls, backend: Any) -> Interface:
         caps = backend.capabilities
         declared = frozenset(getattr(caps, "stages", ()))
         return cls(declared & backend_stages(backend), frozenset(caps.pairings), frozenset(caps.dtypes),

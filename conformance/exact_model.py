@@ -22,7 +22,7 @@ __all__ = ["mp_inv_freq"]
 def mp_inv_freq(ctx: Any, spec: RopeSpec, seq_len: int | None) -> tuple[list[Any], Any]:
     """``(w list, s)`` in the mpmath context ``ctx`` (its precision), from docs/spec.md section 3."""
     mpf, log, pi = ctx.mpf, ctx.log, ctx.pi
-    sc, d, n, theta = spec.scaling, spec.freq_dim, spec.n_pairs, mpf(spec.theta)
+    sc, d, n, theta = spec.scaling, spec.resolved_freq_dim, spec.n_pairs, mpf(spec.theta)
 
     def base(t, denom, count):
         return [t ** (-mpf(2 * i) / denom) for i in range(count)]
@@ -40,7 +40,7 @@ def mp_inv_freq(ctx: Any, spec: RopeSpec, seq_len: int | None) -> tuple[list[Any
         return [v / mpf(sc.factor) for v in base(theta, d, n)], mpf(1)
     if kind in ("dynamic", "ntk"):
         if kind == "dynamic":
-            m = sc.max_position_embeddings
+            m = sc.given_int("max_position_embeddings")
             length = m if seq_len is None else max(seq_len, m)
             q = mpf(sc.factor) * length / m - (mpf(sc.factor) - 1)
         else:
@@ -76,9 +76,9 @@ def mp_inv_freq(ctx: Any, spec: RopeSpec, seq_len: int | None) -> tuple[list[Any
             s = gm(f, 1)
         return w, s
     if kind == "longrope":
-        l0 = sc.original_max_position_embeddings
+        l0 = sc.given_int("original_max_position_embeddings")
         f = mpf(sc.factor) if sc.factor is not None else mpf(sc.max_position_embeddings) / l0
-        ext = sc.long_factor if seq_len is not None and seq_len > l0 else sc.short_factor
+        ext = sc.given_factors("long_factor" if seq_len is not None and seq_len > l0 else "short_factor")
         w = [1 / (mpf(e) * theta ** (mpf(2 * i) / d)) for i, e in enumerate(ext)]
         if sc.attention_factor is not None:
             s = mpf(sc.attention_factor)
@@ -88,7 +88,7 @@ def mp_inv_freq(ctx: Any, spec: RopeSpec, seq_len: int | None) -> tuple[list[Any
             s = ctx.sqrt(1 + log(f) / log(l0))
         return w, s
     if kind == "llama3":
-        l0, a, b, f = sc.original_max_position_embeddings, mpf(sc.low_freq_factor), mpf(sc.high_freq_factor), mpf(sc.factor)
+        l0, a, b, f = sc.given_int("original_max_position_embeddings"), mpf(sc.low_freq_factor), mpf(sc.high_freq_factor), mpf(sc.factor)
         w = []
         for v in base(theta, d, n):
             lam = 2 * pi / v

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -177,7 +178,7 @@ class OutputsBackend:
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(stages=frozenset(STAGES), angle_dtype="float32", table_dtype="float32"))
 
     @classmethod
-    def open(cls, directory: str | Path) -> "OutputsBackend":
+    def open(cls, directory: str | Path) -> OutputsBackend:
         root = Path(directory)
         if not root.is_dir():
             raise ExchangeError(f"--outputs {root}: not a directory")
@@ -226,7 +227,7 @@ class OutputsBackend:
         src.info["selected"] = len(cases)
         return CaseSource(cases, src.info)
 
-    def supports(self, case: GoldenCase) -> "bool | str":
+    def supports(self, case: GoldenCase) -> bool | str:
         folder = self.root / self.index["cases"].get(case.id, case_folder(case.id))
         note = folder / "unsupported.txt"
         if note.is_file():

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def _profile(options: RunOptions, backend: Any) -> Profile:
 def _supports(backend: Any, case: GoldenCase) -> str | None:
     try:
         verdict = backend.supports(case)
-    except Exception as exc:  # noqa: BLE001 - a backend problem is a reason, not a crash
+    except Exception as exc:
         return f"supports() raised {type(exc).__name__}: {exc}"
     return None if verdict is True else (str(verdict) if verdict else "not supported")
 

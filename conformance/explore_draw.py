@@ -22,8 +22,9 @@ the function ``roperef.fast`` itself uses). The same generator state gives the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,20 @@ class Draw:
             return tuple(self.positions.shape[1:])
         return tuple(self.positions.shape[:-1] if self.spec.vision is not None else self.positions.shape)
 
-    def with_(self, **changes: Any) -> "Draw":
+    def with_(self, **changes: Any) -> Draw:
         return replace(self, **changes)
+
+    def given(self, name: str) -> np.ndarray:
+        """The array ``name`` (``positions``, ``tensor`` or ``cu_seqlens``), which this draw's stage has.
+
+        Every stage but inv_freq draws ``positions``; forward, backward and apply a ``tensor``; packed
+        draws ``cu_seqlens``. This accessor gives the array its non-optional type and names the field
+        if a caller asks for one the draw lacks.
+        """
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"draw {self.stage} seed={self.seed}: has no {name}")
+        return np.asarray(value)
 
 
 # ----------------------------------------------------------------------------- small draws
@@ -239,9 +252,9 @@ def _flags(draw: Draw, attention: float) -> tuple[str, ...]:
         out.add("decode-b>1-t1")
     if spec.rotary_start > 0:
         out.add("window-last")
-    elif spec.rotary_dim < spec.head_dim:  # type: ignore[operator]
+    elif spec.resolved_rotary_dim < spec.head_dim:
         out.add("partial")
-    if spec.freq_dim % 2:  # type: ignore[operator]
+    if spec.resolved_freq_dim % 2:
         out.add("odd-width")
     if spec.pairing == "adjacent_in_half_out":
         out.add("pairing-order")
@@ -262,7 +275,7 @@ def case_id(draw: Draw, suffix: str = "") -> str:
     elif draw.stage == "cos_sin":
         shape = draw.grid if len(draw.grid) == 2 else (1, *draw.grid)
     else:
-        shape = tuple(draw.tensor.shape)  # type: ignore[union-attr]
+        shape = tuple(draw.given("tensor").shape)
     tag = shape_tag(shape, draw.stage, spec.head_dim)
     variant = f"explore-{spec.scaling.type}" + (f"-mrope-{spec.mrope_layout}" if spec.mrope_section else "") + (
         f"-vision-{spec.vision}" if spec.vision else "")
@@ -273,27 +286,30 @@ def build_case(draw: Draw, suffix: str = "", *, expected: bool = True) -> Golden
     """The :class:`GoldenCase` of ``draw``: inputs as drawn, expected values by :mod:`roperef.fast`
     (``expected=False``: zeros in their place, a cheap probe for ``supports()`` and the interface check)."""
     engine: Any = fast if expected else _Zeros()
-    spec, a = draw.spec, {}
+    spec = draw.spec
+    a: dict[str, np.ndarray] = {}
     if draw.stage == "inv_freq":
         freqs, s = ref_inv_freq(spec, draw.seq_len)
         a.update(seq_len=np.asarray(draw.seq_len, dtype=np.int64), inv_freq=np.asarray(freqs, dtype=np.float64),
                  attention_factor=np.asarray(s, dtype=np.float64))
     elif draw.stage == "cos_sin":
-        a["positions"] = draw.positions
-        a["cos"], a["sin"] = engine.cos_sin(spec, draw.positions)
+        pos = draw.given("positions")
+        a["positions"] = pos
+        a["cos"], a["sin"] = engine.cos_sin(spec, pos)
     elif draw.stage == "apply":
-        cos, sin = engine.cos_sin(spec, draw.positions)
+        pos, x = draw.given("positions"), draw.given("tensor")
+        cos, sin = engine.cos_sin(spec, pos)
         cos, sin = _round(cos, draw.dtype), _round(sin, draw.dtype)
-        a.update(x=draw.tensor, cos=cos, sin=sin, y=engine.apply(draw.tensor, cos, sin, spec),
-                 table_positions=draw.positions)
+        a.update(x=x, cos=cos, sin=sin, y=engine.apply(x, cos, sin, spec), table_positions=pos)
     else:
+        pos, x = draw.given("positions"), draw.given("tensor")
         key, out = ("x", "y") if draw.stage == "forward" else ("grad", "grad_x")
-        a.update({key: draw.tensor, "positions": draw.positions})
+        a.update({key: x, "positions": pos})
         if draw.cu_seqlens is not None:
             a["cu_seqlens"] = draw.cu_seqlens
-        a[out] = getattr(engine, draw.stage)(draw.tensor, draw.positions, spec, cu_seqlens=draw.cu_seqlens)
+        a[out] = getattr(engine, draw.stage)(x, pos, spec, cu_seqlens=draw.cu_seqlens)
     if draw.stage != "inv_freq":  # what the expected values were computed with (golden schema 2)
-        a.update(reference_arrays(spec, draw.positions))
+        a.update(reference_arrays(spec, draw.given("positions")))
     s = float(ref_inv_freq(spec, draw.seq_len if draw.stage == "inv_freq" else _seq_len(draw))[1])
     return GoldenCase(id=case_id(draw, suffix), family=case_family(draw.stage, spec), stage=draw.stage, spec=spec,
                       dtype=draw.dtype, tier="smoke", flags=_flags(draw, s), arrays=a)

@@ -25,8 +25,10 @@ are skipped without calling it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -42,27 +44,27 @@ __all__ = ["candidates", "same_failure", "shrink", "ShrinkOutcome"]
 
 def _take(draw: Draw, axis: int, idx: Sequence[int]) -> Draw:
     """Keep entries ``idx`` of grid axis ``axis`` (0 = batch rows, 1 = tokens) of a bshd draw."""
-    idx = np.asarray(idx, dtype=np.int64)
-    pos = draw.positions
+    keep = np.asarray(idx, dtype=np.int64)
+    pos = draw.given("positions")
     pos_axis = axis + 1 if draw.spec.mrope_section is not None else axis
-    tensor = None if draw.tensor is None else np.ascontiguousarray(draw.tensor.take(idx, axis=axis))
-    return draw.with_(positions=np.ascontiguousarray(pos.take(idx, axis=pos_axis)), tensor=tensor)  # type: ignore[union-attr]
+    tensor = None if draw.tensor is None else np.ascontiguousarray(draw.tensor.take(keep, axis=axis))
+    return draw.with_(positions=np.ascontiguousarray(pos.take(keep, axis=pos_axis)), tensor=tensor)
 
 
-def _take_sequences(draw: Draw, seqs: Sequence[int], keep: Sequence[int] | None = None) -> Draw:
+def _take_sequences(draw: Draw, seqs: Sequence[int], keep: Sequence[int] | np.ndarray | None = None) -> Draw:
     """Packed sequences ``seqs`` (each cut to its first ``keep[k]`` tokens when given)."""
-    cu = draw.cu_seqlens
-    parts = [np.arange(cu[k], cu[k + 1] if keep is None else cu[k] + keep[k]) for k in seqs]  # type: ignore[index]
+    cu = draw.given("cu_seqlens")
+    parts = [np.arange(cu[k], cu[k + 1] if keep is None else cu[k] + keep[k]) for k in seqs]
     tokens = np.concatenate(parts)
     lengths = [len(p) for p in parts]
     new_cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return draw.with_(positions=draw.positions[tokens].copy(), tensor=np.ascontiguousarray(draw.tensor[tokens]),  # type: ignore[index]
+    return draw.with_(positions=draw.given("positions")[tokens].copy(), tensor=np.ascontiguousarray(draw.given("tensor")[tokens]),
                       cu_seqlens=new_cu)
 
 
 def _take_tokens_packed(draw: Draw, lo: int, hi: int) -> Draw:
     """One packed sequence: keep its tokens ``[lo, hi)``."""
-    return draw.with_(positions=draw.positions[lo:hi].copy(), tensor=np.ascontiguousarray(draw.tensor[lo:hi]),  # type: ignore[index]
+    return draw.with_(positions=draw.given("positions")[lo:hi].copy(), tensor=np.ascontiguousarray(draw.given("tensor")[lo:hi]),
                       cu_seqlens=np.array([0, hi - lo], dtype=np.int64))
 
 
@@ -130,7 +132,7 @@ def _fewer_rows_tokens_heads(draw: Draw, worst: Mapping[str, Any] | None) -> Ite
 
 
 def _shifted(draw: Draw, delta: int) -> Draw:
-    return draw.with_(positions=(draw.positions + np.int64(delta)).astype(np.int64))  # type: ignore[operator]
+    return draw.with_(positions=(draw.given("positions") + np.int64(delta)).astype(np.int64))
 
 
 def _simpler_positions(draw: Draw) -> Iterator[Draw]:
@@ -160,6 +162,11 @@ def _simpler_positions(draw: Draw) -> Iterator[Draw]:
             step //= 2
 
 
+def _without_parameter(spec: RopeSpec, name: str) -> RopeSpec:
+    """``spec`` with scaling parameter ``name`` unset (its documented default applies)."""
+    return spec.replace(scaling=Scaling(**{**spec.scaling.to_dict(), name: None}))
+
+
 def _spec_variants(spec: RopeSpec, pairings: Sequence[str], scaling_types: Sequence[str]) -> Iterator[RopeSpec]:
     sc = spec.scaling
     makers: list[Callable[[], RopeSpec]] = []
@@ -167,7 +174,7 @@ def _spec_variants(spec: RopeSpec, pairings: Sequence[str], scaling_types: Seque
         makers.append(lambda: spec.replace(scaling=Scaling()))
     for f in fields(Scaling):
         if f.name != "type" and getattr(sc, f.name) is not None:
-            makers.append(lambda name=f.name: spec.replace(scaling=Scaling(**{**sc.to_dict(), name: None})))
+            makers.append(partial(_without_parameter, spec, f.name))
     if spec.rotary_dim != spec.head_dim and sc.type != "longrope":
         makers.append(lambda: spec.replace(rotary_dim=spec.head_dim, rotary_start=0, freq_dim=None))
     if spec.freq_dim != spec.rotary_dim:
@@ -196,7 +203,8 @@ def _smaller_head(draw: Draw) -> Iterator[Draw]:
         try:
             if sc.type == "longrope":
                 n = head // 2
-                sc = Scaling(**{**sc.to_dict(), "short_factor": sc.short_factor[:n], "long_factor": sc.long_factor[:n]})  # type: ignore[index]
+                short, long = sc.given_factors("short_factor")[:n], sc.given_factors("long_factor")[:n]
+                sc = Scaling(**{**sc.to_dict(), "short_factor": short, "long_factor": long})
             small = spec.replace(head_dim=head, rotary_dim=None, freq_dim=None, scaling=sc)
         except (ValueError, TypeError):
             continue

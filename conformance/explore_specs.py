@@ -12,8 +12,9 @@ scaling changes (drawn positions and ``inv_freq`` lengths aim at them).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Interface:
     features: frozenset[str]
 
     @classmethod
-    def of(cls, backend: Any, dtypes: Sequence[str] = ()) -> "Interface":
+    def of(cls, backend: Any, dtypes: Sequence[str] = ()) -> Interface:
         caps = backend.capabilities
         declared = set(getattr(caps, "stages", ()))
         implemented = backend_stages(backend)
@@ -203,8 +204,8 @@ def scaling_switches(spec: RopeSpec) -> tuple[int, ...]:
     """seq_len values where a length-dependent scaling changes (longrope L0, dynamic M and 2M)."""
     sc = spec.scaling
     if sc.type == "longrope":
-        return (int(sc.original_max_position_embeddings),)  # type: ignore[arg-type]
+        return (sc.given_int("original_max_position_embeddings"),)
     if sc.type == "dynamic":
-        m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+        m = sc.given_int("max_position_embeddings")
         return (m, 2 * m)
     return ()

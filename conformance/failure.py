@@ -8,7 +8,8 @@ feeds the run-level verdict (:mod:`conformance.verdict`).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -25,8 +25,9 @@ case of a class is declined, one declined case is kept so the report says so.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ def _dtypes_for(iface: Interface, stage: str) -> list[str]:
 def _accepts(backend: Any, case: GoldenCase) -> str | None:
     try:
         verdict = backend.supports(case)
-    except Exception as exc:  # noqa: BLE001 - reported like the runner does
+    except Exception as exc:
         return f"supports() raised {type(exc).__name__}: {exc}"
     return None if verdict is True else (str(verdict) or "not supported")
 

@@ -6,7 +6,7 @@ the generator applies the backend's pairing to it where the spec allows one.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from roperef.spec import RopeSpec, Scaling
 

@@ -7,8 +7,9 @@ Versions are read from the installed distributions' metadata (nothing is importe
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from importlib import metadata
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .backends.names import BACKEND_LIBRARIES
 

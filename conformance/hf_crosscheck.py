@@ -20,8 +20,9 @@ config or its module is ERROR. Optional dependency: torch and transformers, impo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
     for i, (a, b) in enumerate(zip(mine, theirs)):
         if (a is None) != (b is None):
             diff.append(i)
-        elif a is not None and not b.startswith("?"):  # "?kind": HF maps the layer type to an entry in code
+        elif a is not None and b is not None and not b.startswith("?"):  # "?kind": HF maps the layer type to an entry in code
             if text.get(a) != (text.get(b) or single):
                 diff.append(i)
     count = sum(x is None for x in mine)
@@ -184,7 +185,7 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
     text = {names[n]: s for n, s in mr.specs.items() if n != "vision"}
     try:
         truth = transformers_truth(data, {**text, **({"vision": mr.specs["vision"]} if "vision" in mr.specs else {})})
-    except Exception as exc:  # noqa: BLE001 - transformers refusing the config is a finding, not a crash
+    except Exception as exc:
         return CrossCheck(mr.model_type, (Item("model", "build", "ERROR", "resolved",
                                                f"{type(exc).__name__}: {exc}"[:300]),))
     if not truth.shipped:
@@ -193,7 +194,10 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
         truth = HFTruth(truth.model_type, truth.shipped, truth.rope, truth.entries, truth.layers, truth.vision,
                         truth.notes + (copied,))
     items: list[Item] = []
-    yes = lambda b: "RoPE" if b else "no RoPE"  # noqa: E731
+
+    def yes(b: object) -> str:
+        return "RoPE" if b else "no RoPE"
+
     if truth.rope is None:
         items.append(Item("model", "rope", "SKIP", yes(mr.has_rope), "?", "; ".join(truth.notes)))
     else:

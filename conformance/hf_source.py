@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["classes_named", "rotary_assignment", "attention_apply_calls", "evaluate", "UNKNOWN"]
 
@@ -41,7 +42,7 @@ def is_text_name(name: str) -> bool:
     return "Text" in name or not any(tag in name for tag in _NOT_TEXT)
 
 
-def _tree(fn: Callable[..., Any]) -> ast.AST | None:
+def _tree(fn: Callable[..., Any]) -> ast.Module | None:
     try:
         return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -63,12 +64,13 @@ def evaluate(node: ast.AST, config: Any) -> Any:
             return getattr(config, node.attr)  # self.position_embedding_type = config.position_embedding_type
         return UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-        if len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant):
+        name = node.args[1] if len(node.args) in (2, 3) else None
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
             target = node.args[0]
             if (isinstance(target, ast.Name) and target.id == "config") or (
                     isinstance(target, ast.Attribute) and target.attr == "config"):
                 default = evaluate(node.args[2], config) if len(node.args) == 3 else None
-                return getattr(config, node.args[1].value, default)
+                return getattr(config, name.value, default)
         return UNKNOWN
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         value = evaluate(node.operand, config)
@@ -105,7 +107,7 @@ def rotary_assignment(classes: list[type], config: Any) -> tuple[str | None, boo
     be evaluated; ``(None, None)`` when no class assigns a rotary attribute.
     """
     for cls in classes:
-        tree = _tree(cls.__init__) if "__init__" in vars(cls) else None
+        tree = _tree(vars(cls)["__init__"]) if "__init__" in vars(cls) else None
         if tree is None or not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
             continue
         found = _assignment(tree.body[0].body, config)
@@ -158,7 +160,7 @@ def attention_apply_calls(attention: type, config: Any, names: set[str]) -> tupl
     Branches of an ``if`` whose test evaluates are followed; the second result is False when a
     test could not be evaluated and both branches called a function (then both are listed).
     """
-    tree = _tree(attention.forward) if "forward" in vars(attention) else None
+    tree = _tree(vars(attention)["forward"]) if "forward" in vars(attention) else None
     if tree is None:
         return [], True
     found: list[str] = []

@@ -22,8 +22,9 @@ import importlib
 import inspect
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def modeling_modules(model_type: str) -> list[Any]:
         if file.startswith("modeling_") and file.endswith(".py") and not file.startswith("modeling_tf_"):
             try:
                 out.append(importlib.import_module(f"transformers.models.{name}.{file[:-3]}"))
-            except Exception:  # noqa: BLE001 - a sibling modeling file needing an absent extra
+            except Exception:
                 continue
     return out
 
@@ -132,7 +133,7 @@ def text_config_of(cfg: Any) -> Any:
     """The decoder text config of a transformers config (the config itself when it has none)."""
     try:
         text = cfg.get_text_config(decoder=True)
-    except Exception:  # noqa: BLE001
+    except Exception:
         text = getattr(cfg, "text_config", None) or cfg
     return text
 
@@ -143,7 +144,7 @@ def _config_prefix(cfg: Any) -> str:
 
 
 def _takes_config(cls: type) -> bool:
-    params = list(inspect.signature(cls.__init__).parameters)[1:]
+    params = list(inspect.signature(inspect.getattr_static(cls, "__init__")).parameters)[1:]  # the plain function: self first
     return bool(params) and params[0] == "config"
 
 
@@ -242,7 +243,7 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
     kwargs = {"layer_type": label} if label is not None else {}
     try:
         emb = module(torch.zeros(B, T, width, dtype=torch.float64), torch.from_numpy(rows), **kwargs)
-    except Exception as exc:  # noqa: BLE001 - a module needing another call form
+    except Exception as exc:
         return Probe(name, width, False, note=f"rotary module forward raised {type(exc).__name__}: {exc}"[:200])
     args = tuple(emb) if isinstance(emb, (tuple, list)) else (emb,)
     params = list(inspect.signature(fn).parameters)
@@ -254,7 +255,7 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
         q = torch.from_numpy(np.ascontiguousarray(arr))
         try:
             out = fn(q, *args, **extra) if single else fn(q, q.clone(), *args, **extra)
-        except Exception:  # noqa: BLE001 - wrong layout guess: try the other
+        except Exception:
             continue
         out = out[0] if isinstance(out, (tuple, list)) else out
         if tuple(out.shape) != tuple(arr.shape):
@@ -358,7 +359,7 @@ def _vision_entry(cfg: Any, model_type: str) -> HFEntry | None:
             try:
                 module = cls(vision)
                 w, s = entry_tensors(module, None)
-            except Exception:  # noqa: BLE001 - a vision class needing other arguments
+            except Exception:
                 continue
             return HFEntry("vision", w, s, None, f"{cls.__name__}(vision_config)")
     return None
@@ -370,7 +371,7 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     model_type = config.get("model_type")
-    if model_type not in CONFIG_MAPPING_NAMES:
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING_NAMES:
         return HFTruth(str(model_type), False, notes=(f"transformers does not ship model_type {model_type!r}",))
     cfg = hf_config(config)
     text_cfg = text_config_of(cfg)
@@ -393,7 +394,8 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
                        (f"{text_type}: no decoder layer is an attention layer that applies RoPE",))
     fn, fn_note = apply_function(modules, text_cfg)
     entries: dict[str, HFEntry] = {}
-    for label in labels or [None]:
+    choices: list[str | None] = [*labels] if labels else [None]  # None: the module's single unlabelled entry
+    for label in choices:
         w, s = entry_tensors(module, label)
         key = label or "text"
         spec = specs.get(key) or specs.get("text") or next((v for k, v in specs.items() if k not in ("vision", "indexer")), None)

@@ -23,8 +23,9 @@ These are described in words ("pairs 16-31 use frequencies 8x too small", "effec
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -187,19 +188,20 @@ def _positions(view: PairView, w_spec: Arr, axes: Arr) -> tuple[Arr, Arr]:
 # ----------------------------------------------------------------------------- words
 
 
-def _ranges(idx: Arr) -> str:
-    idx = sorted(int(i) for i in idx)
-    out, start, prev = [], None, None
-    for i in idx:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
+def _ranges(idx: Iterable[int]) -> str:
+    """``0-3, 7, 9-10``: the sorted indices as runs of consecutive values."""
+    ordered = sorted(int(i) for i in idx)
+    if not ordered:
+        return ""
+    out: list[str] = []
+    start = prev = ordered[0]
+    for i in ordered[1:]:
+        if i == prev + 1:
             prev = i
         else:
             out.append(f"{start}-{prev}" if prev != start else f"{start}")
             start = prev = i
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else f"{start}")
+    out.append(f"{start}-{prev}" if prev != start else f"{start}")
     return ", ".join(out)
 
 
@@ -214,7 +216,7 @@ def _ratio_words(ratio: float) -> str:
 
 
 def _freq_words(ratio: Arr, ok: Arr, sig_rel: Arr) -> list[str]:
-    words = []
+    words: list[str] = []
     bad = ok & (np.abs(ratio - 1.0) > np.maximum(8.0 * sig_rel, 1e-6))
     if not bad.any():
         return words
@@ -224,7 +226,7 @@ def _freq_words(ratio: Arr, ok: Arr, sig_rel: Arr) -> list[str]:
             groups[-1][0].append(int(j))
         else:
             groups.append(([int(j)], float(ratio[j])))
-    for members, r in groups[:6]:
+    for members, _ in groups[:6]:
         rs = ratio[members]
         if len(members) > 2 and np.ptp(rs) > 0.05 * np.max(np.abs(rs)):
             words.append(f"pairs {_ranges(members)} use frequencies off by factors {np.min(rs):.3g} to {np.max(rs):.3g}")
@@ -307,8 +309,9 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     seq = max(int(position_rows(spec, case.arrays["positions"]).max()) + 1, 1)
     w_spec, s = inv_freq(spec, seq)
     if view.spread > 0.02:
-        alt = {p: pair_view(case, actual, r, p) for p in PAIRINGS if p != spec.pairing and spec.vision is None}
-        fits = {p: v.spread for p, v in alt.items() if v is not None and v.spread < 0.2 * view.spread}
+        alt = {p: v for p in PAIRINGS if p != spec.pairing and spec.vision is None
+               if (v := pair_view(case, actual, r, p)) is not None}
+        fits = {p: v.spread for p, v in alt.items() if v.spread < 0.2 * view.spread}
         if fits:
             best = min(fits, key=fits.__getitem__)
             out["words"].append(f"the output is a rotation under pairing '{best}', not '{spec.pairing}'")
@@ -322,7 +325,8 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     if gains.size:
         g = float(np.median(gains))
         if abs(g - abs(s)) > max(0.01 * abs(s), 30 * float(np.median(view.sigma))):
-            what = " (attention factor missing)" if abs(g - 1) < 0.01 and s != 1 else " (attention factor squared)" if abs(g - s * s) < 0.01 * s * s else ""
+            what = (" (attention factor missing)" if abs(g - 1) < 0.01 and s != 1
+                    else " (attention factor squared)" if abs(g - s * s) < 0.01 * s * s else "")
             out["words"].append(f"gain {g:.4g} instead of s={s:.4g}{what}")
         out["gain"] = g
     w_eff, sig_w, icpt, ok = _frequencies(view, w_spec)

@@ -61,13 +61,13 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
 
     try:
         backend = resolve_backend(selector)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a load failure too
+    except BaseException as exc:
         conn.send(("fatal", describe_exception("loading the backend", exc)))
         return
     try:
         conn.send(("ready", {"name": str(getattr(backend, "name", selector)), "capabilities": backend.capabilities,
                              "stages": sorted(backend_stages(backend))}))
-    except Exception as exc:  # noqa: BLE001 - e.g. capabilities that do not pickle
+    except Exception as exc:
         conn.send(("fatal", f"cannot send the backend's capabilities to the judge ({type(exc).__name__}: {exc})"))
         return
     while True:
@@ -83,11 +83,11 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
                 reply: Any = ("ok", backend.supports(case))
             else:
                 reply = ("ok", call_stage(backend, case))
-        except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt from a backend are results
+        except BaseException as exc:
             reply = ("raised", describe_exception("supports()" if kind == "supports" else case.stage, exc))
         try:
             conn.send(reply)
-        except Exception as exc:  # noqa: BLE001 - an output that does not pickle
+        except Exception as exc:
             conn.send(("raised", f"{case.stage} returned a value that cannot be sent to the judge "
                                  f"({type(exc).__name__}: {exc})"))
 

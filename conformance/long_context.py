@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from roperef.positions import POSITION_MAX
 from roperef.spec import PAIRINGS, RopeSpec
 
 from .case import GoldenCase, numpy_dtype
-from .runner import CaseResult, RunReport, check_outputs, judge_case
+from .runner import CaseResult, Judged, RunReport, check_outputs, judge_case
 from .tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
 from .vocabulary import DTYPES
 
@@ -295,12 +296,13 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
     case, got = row.worst_case, row.worst_out
     assert case is not None and got is not None
     name = _out_name(case.stage)
+    slow: Judged | None = None
     try:
-        slow = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
-    except Exception as exc:  # noqa: BLE001 - reported as the judge's own error below
-        slow, problem = None, f"{type(exc).__name__}: {exc}"
+        judged = judge_case(case, {name: got}, caps, profile, diagnose=diagnose and row.budget > 1)
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
     else:
-        problem = f"the NumPy path gives {slow.metrics and slow.metrics.budget_used!r}"
+        slow, problem = judged, f"the NumPy path gives {judged.metrics and judged.metrics.budget_used!r}"
     if slow is None or slow.metrics is None or slow.metrics.budget_used != row.budget:
         res.status = "ERROR"
         res.message = (f"internal error of the judge (a roperef bug, not the backend's): the fused pass gave budget "
@@ -344,14 +346,14 @@ def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtyp
         where = f"chunk {k} of {n_chunks}, positions {int(pos[0, 0])}..{int(pos[0, -1])}"
         try:
             verdict = backend.supports(case)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             verdict = f"supports() raised {type(exc).__name__}: {exc}"
         if verdict is not True:
             res.status, res.message = "NOT_SUPPORTED", f"{verdict or 'not supported'} ({where})"
             break
         try:
             got, modified = _call(backend, case)
-        except Exception as exc:  # noqa: BLE001 - a backend exception is a result
+        except Exception as exc:
             res.status, res.message = "ERROR", f"{stage} raised {type(exc).__name__}: {exc} ({where})"
             break
         problem, stats = _judge_chunk(case, got, modified, caps, profile, fused)

@@ -23,6 +23,7 @@ zero bound gives ``inf`` as in NumPy. Compiled on first call (import this module
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 from numba import njit, prange
 
@@ -44,7 +45,7 @@ class ChunkStats:
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def _judge_kernel(x, exp, got, coef, in_a, in_b, out_a, out_b, floor, n_blocks, best, best_at, first, over, err2, exp2, maxerr, bad):  # noqa: ANN001
+def _judge_kernel(x, exp, got, coef, in_a, in_b, out_a, out_b, floor, n_blocks, best, best_at, first, over, err2, exp2, maxerr, bad):
     n_tok, heads, dim = x.shape
     n = in_a.shape[0]
     for blk in prange(n_blocks):
@@ -107,7 +108,7 @@ def judge_chunk(x: np.ndarray, expected: np.ndarray, got: np.ndarray, coef: np.n
     err2, exp2, maxerr = np.empty(blocks), np.empty(blocks), np.empty(blocks)
     bad = np.empty(blocks, dtype=np.int64)
     idx = [np.ascontiguousarray(a, dtype=np.int64) for a in (in_a, in_b, out_a, out_b)]
-    _judge_kernel(*arrays, np.ascontiguousarray(coef, dtype=np.float64), *idx, float(floor), blocks, best, best_at, first, over, err2,
+    _judge_kernel(*arrays, np.ascontiguousarray(coef, dtype=np.float64), *idx, float(floor), blocks, best, best_at, first, over, err2,  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
               exp2, maxerr, bad)
     k = int(np.argmax(best))  # first block holding the maximum: its first maximum is the first overall
     firsts = first[first >= 0]

@@ -10,7 +10,7 @@ every element (an uninitialised output or a failed kernel), or large inputs in f
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -72,7 +72,7 @@ def _pattern(case: GoldenCase, bad: dict[str, np.ndarray], total: int) -> str | 
         grid = b.shape[:-2]
         pm = pair_map(spec) if stage == "forward" else pair_map(spec).transposed()
         rotated = np.union1d(pm.out_a, pm.out_b)
-        channel_bad = b.reshape(-1, b.shape[-1]).any(axis=0)
+        channel_bad = np.asarray(b.reshape(-1, b.shape[-1]).any(axis=0))  # an array (any over a 2-D array's axis 0)
         if channel_bad.any() and not channel_bad[rotated].any():
             return "non-finite values only in channels outside the rotary window: they are not copied from the input"
         per_pair = (b[..., pm.out_a] | b[..., pm.out_b]).any(axis=-2).reshape(-1, spec.n_pairs)

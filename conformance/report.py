@@ -14,8 +14,9 @@ import json
 import platform
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
 import numpy
 
@@ -25,7 +26,9 @@ from .report_sections import console_sections, junit_sections, markdown_sections
 from .run_verdict import exit_code_for
 from .runner import STATUSES, CaseResult, RunReport
 
-__all__ = ["SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line", "failure_line"]
+__all__ = [
+    "SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line", "failure_line",
+]
 
 SCHEMA = "roperef-check-report/1"
 
@@ -41,7 +44,7 @@ def environment() -> dict[str, Any]:
     for mod in ("numba", "ml_dtypes", "roperef"):
         try:
             env[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - optional
+        except Exception:
             env[mod] = None
     return env
 
@@ -82,7 +85,8 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     w(f"roperef check: backend {report.backend} (angles {report.capabilities.get('angle_dtype')}, "
       f"tables {report.capabilities.get('table_dtype')})\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
-      f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} (angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
+      f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} "
+      f"(angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
     if golden and golden.get("directory") is None and golden.get("source"):
         w(f"golden set: {golden['source']}\n")
     elif golden:
@@ -95,11 +99,10 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
         w(f"{fam:<10}" + "".join(f"{counts[s]:>14}" for s in STATUSES) + f"{worst_b:>14.3g}\n")
-    ranked = sorted((r for r in report.results if r.metrics), key=_budget, reverse=True)[:worst]
+    ranked = sorted(((r, m) for r in report.results if (m := r.metrics)), key=lambda rm: _budget(rm[0]), reverse=True)[:worst]
     if ranked:
         w("\nhighest budget used (error / bound; pass <= 1):\n")
-        for r in ranked:
-            m = r.metrics
+        for r, m in ranked:
             w(f"  {m.budget_used:9.3g}  {r.status:<6} {r.id}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "XFAIL", "XPASS")]
     if bad:
@@ -225,7 +228,7 @@ def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) 
     written = []
     for r in report.results:
         m = r.metrics
-        if m is None or m.profile_positions is None or m.budget_used < near:
+        if m is None or m.profile_positions is None or m.profile_ratios is None or m.budget_used < near:
             continue
         fig, ax = plt.subplots(figsize=(7, 3.5))
         ax.plot(m.profile_positions, m.profile_ratios, ".", ms=3)

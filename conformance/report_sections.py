@@ -69,7 +69,8 @@ def markdown_sections(report: RunReport) -> list[str]:
         lines += ["", f"## Run-level diagnosis ({v['failing']} failing case(s))", ""] + [f"- {_md(x)}" for x in v["words"]]
     cov = report.coverage
     if cov:
-        lines += ["", "## Coverage", "", coverage_line(cov) + ".", "", "| bug class | spec section | judged | cases | failing | worst budget / why not |",
+        lines += ["", "## Coverage", "", coverage_line(cov) + ".", "",
+                  "| bug class | spec section | judged | cases | failing | worst budget / why not |",
                   "|---|---|---|---:|---:|---|"]
         for r in cov["classes"]:
             if r["judged"]:

@@ -28,8 +28,9 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ def _as_outputs(case: GoldenCase, raw: Any) -> dict[str, np.ndarray]:
             raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array")
         try:
             arr = np.asarray(value)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise StageError(f"output {name} is not convertible to a NumPy array ({exc})") from None
         if arr.dtype.kind in "OUSV" and _precision(arr.dtype) is None:
             raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array of "
@@ -214,7 +215,8 @@ def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | 
         dt = _float_dtype_name(got)
         if dt is None and not (name == "attention_factor" and got.dtype.kind in "iu"):
             return f"output {name} has dtype {got.dtype}, expected a float dtype (float128/64/32/16, bfloat16)"
-        if dt is not None and case.stage in ("apply", "forward", "backward") and _precision(got.dtype) < _PRECISION[case.dtype]:
+        bits = _precision(got.dtype)
+        if bits is not None and case.stage in ("apply", "forward", "backward") and bits < _PRECISION[case.dtype]:
             return f"output {name} has dtype {dt}, less precise than the case dtype {case.dtype}"
         if got.shape != np.shape(exp):
             return f"output {name} has shape {got.shape}, expected {np.shape(exp)}"
@@ -235,12 +237,14 @@ class Judged:
     diagnosis: dict[str, Any] | None = None
 
 
-def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, *, modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
+def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, *,
+               modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
     """PASS/FAIL for outputs already obtained (also used by the file protocol)."""
     problem = check_outputs(case, outputs)
     if problem and "non-finite" not in problem:
         return Judged("FAIL", problem)
-    out_dtype = min((o.dtype for o in outputs.values() if _float_dtype_name(o)), key=_precision, default=np.dtype(np.float64))
+    floats = [(bits, o.dtype) for o in outputs.values() if (bits := _precision(o.dtype)) is not None]
+    out_dtype = min(floats, key=lambda bd: bd[0])[1] if floats else np.dtype(np.float64)  # the least precise float output
     if case.stage == "inv_freq":
         out_dtype = outputs["inv_freq"].dtype if _float_dtype_name(outputs["inv_freq"]) else np.dtype(np.float64)
     r = resolve(profile, caps, case, out_dtype)
@@ -260,7 +264,7 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
     if diagnose:
         try:
             diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype)
-        except Exception as exc:  # noqa: BLE001 - a diagnosis problem never hides the verdict
+        except Exception as exc:
             diag = {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
     return Judged("FAIL", msg, metrics, r, diag)
 
@@ -288,7 +292,8 @@ class InProcess:
         self.thread.close()
 
 
-def open_caller(backend: Any, options: RunOptions, selector: str | None = None) -> tuple[Callable[[GoldenCase], tuple[Any, list[str]]], Callable[[], None]]:
+def open_caller(backend: Any, options: RunOptions,
+                selector: str | None = None) -> tuple[Callable[[GoldenCase], tuple[Any, list[str]]], Callable[[], None]]:
     """``(call, close)`` for :func:`run_one` outside :func:`run_cases`: the backend in this process
     (with ``options.timeout``) or, with ``options.isolate``, in one worker process (needs ``selector``)."""
     if options.isolate:
@@ -313,7 +318,7 @@ def _supports(case: GoldenCase, backend: Any, call: Any) -> Any:
         return ask(case)
     try:
         return backend.supports(case)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StageError(f"supports() raised {type(exc).__name__}: {exc}") from None
 
 
@@ -343,13 +348,13 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
             res.status, res.message = "ERROR", str(exc)
         except Interrupted:
             raise
-        except Exception as exc:  # noqa: BLE001 - a backend exception is a result, not a crash
+        except Exception as exc:
             res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
         if outputs is not None:
             try:
                 j = judge_case(case, outputs, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
                 res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
-            except Exception as exc:  # noqa: BLE001 - the run goes on, but the blame is roperef's, not the backend's
+            except Exception as exc:
                 res.status = "ERROR"
                 res.message = f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}"
     apply_xfail(res, options.xfail)
@@ -362,7 +367,7 @@ def _unavailable(backend: Any) -> bool:
     probe = getattr(backend, "library_reason", None)
     try:
         return bool(probe()) if callable(probe) else False
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
@@ -445,7 +450,7 @@ def run_cases(
         if progress:
             progress(result)
 
-    def slot(work: "queue.SimpleQueue[tuple[int, GoldenCase]]", errors: list[BaseException]) -> None:
+    def slot(work: queue.SimpleQueue[tuple[int, GoldenCase]], errors: list[BaseException]) -> None:
         call = _make_caller(backend, options, selector, stop)
         callers.append(call)
         try:
@@ -457,13 +462,13 @@ def run_cases(
                 task(index, case, call)
         except Interrupted:
             return
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as exc:
             errors.append(exc)
             stop.set()
         finally:
             call.close()
 
-    work: "queue.SimpleQueue[tuple[int, GoldenCase]]" = queue.SimpleQueue()
+    work: queue.SimpleQueue[tuple[int, GoldenCase]] = queue.SimpleQueue()
     for item in enumerate(ordered):
         work.put(item)
     errors: list[BaseException] = []

@@ -9,7 +9,8 @@ id, otherwise a substring of the id. This module is a leaf: it works on anything
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable, Protocol, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 __all__ = ["select", "select_cases"]
 

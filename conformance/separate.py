@@ -8,7 +8,7 @@ the tied decoys differ by more than their bounds is named, with its id (runnable
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

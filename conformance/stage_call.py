@@ -24,8 +24,9 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -67,14 +68,14 @@ class _Job:
     error: BaseException | None = None
 
 
-def _serve(jobs: "queue.SimpleQueue[_Job | None]") -> None:
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
     while True:
         job = jobs.get()
         if job is None:
             return
         try:
             job.value = job.fn()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt from a backend are results
+        except BaseException as exc:
             job.error = exc
         finally:
             job.done.set()
@@ -87,10 +88,10 @@ class CallThread:
     def __init__(self, name: str = "roperef-call") -> None:
         self.name = name
         self.abandoned = 0
-        self._jobs: "queue.SimpleQueue[_Job | None]" | None = None
+        self._jobs: queue.SimpleQueue[_Job | None] | None = None
 
-    def _start(self) -> "queue.SimpleQueue[_Job | None]":
-        jobs: "queue.SimpleQueue[_Job | None]" = queue.SimpleQueue()
+    def _start(self) -> queue.SimpleQueue[_Job | None]:
+        jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         threading.Thread(target=_serve, args=(jobs,), daemon=True, name=self.name).start()
         weakref.finalize(self, jobs.put, None)  # the thread ends when its owner is collected
         self._jobs = jobs

@@ -67,11 +67,13 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from roperef.errors import bad
 from roperef.frequencies import inv_freq as ref_inv_freq
@@ -132,7 +134,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 _NUMBER_KEYS = tuple(CONSTANTS)
 
 
-def unit_roundoff(dtype: object) -> float:
+def unit_roundoff(dtype: npt.DTypeLike) -> float:
     """u of a dtype (name or NumPy dtype); bfloat16 via its name."""
     name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
     if name not in UNIT_ROUNDOFF:
@@ -260,12 +262,12 @@ class Resolved:
         return asdict(self)
 
 
-def _dtype_name(dtype: np.dtype) -> str:
+def _dtype_name(dtype: npt.DTypeLike) -> str:
     name = np.dtype(dtype).name
     return name if name in UNIT_ROUNDOFF else "float64"
 
 
-def resolve(profile: Profile, capabilities: Any, case: GoldenCase, out_dtype: object) -> Resolved:
+def resolve(profile: Profile, capabilities: Any, case: GoldenCase, out_dtype: npt.DTypeLike) -> Resolved:
     """Pick u_out / u_tab / u_ang for ``case`` given the backend's capabilities and returned dtype."""
     angle = profile.angle_dtype
     if angle == "backend":
@@ -432,12 +434,14 @@ def _worst_location(case: GoldenCase, output: str, index: tuple[int, ...]) -> di
             loc["token"] = [int(i) for i in lead]
         if "positions" in a:
             rows = position_rows(case.spec, a["positions"], tuple(np.asarray(a.get("x", a.get("grad"))).shape[:-2]))
-            loc["position"] = [int(v) for v in rows[(slice(None), *lead)]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
+            every: tuple[slice | int, ...] = (slice(None), *lead)  # every position row at this token
+            loc["position"] = [int(v) for v in rows[every]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
     elif case.stage == "cos_sin":
         *lead, pair = index
         loc["pair"] = int(pair)
         rows = position_rows(case.spec, a["positions"])
-        loc["position"] = [int(v) for v in rows[(slice(None), *lead)]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
+        every = (slice(None), *lead)  # every position row at this token (typed above)
+        loc["position"] = [int(v) for v in rows[every]] if rows.shape[0] > 1 else int(rows[(0, *lead)])
     elif case.stage == "inv_freq" and output == "inv_freq":
         loc["pair"] = int(index[0]) if index else 0
     return loc
@@ -465,7 +469,8 @@ def _position_profile(case: GoldenCase, ratio: np.ndarray, limit: int = 2000) ->
 WORST_K = 5
 
 
-def _element(case: GoldenCase, name: str, shape: tuple[int, ...], k: int, err: np.ndarray, b: np.ndarray, e: np.ndarray, got: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
+def _element(case: GoldenCase, name: str, shape: tuple[int, ...], k: int, err: np.ndarray, b: np.ndarray, e: np.ndarray,
+             got: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
     """Location and values of the flat element ``k`` of output ``name``."""
     idx = np.unravel_index(k, shape) if len(shape) else ()
     loc = _worst_location(case, name, tuple(int(i) for i in idx))
@@ -488,7 +493,8 @@ def _top(ratio: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -flat[part]))]
 
 
-def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *, with_profile: bool = True) -> Metrics:
+def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *,
+            with_profile: bool = True) -> Metrics:
     """Error metrics of ``actual`` against ``expected`` under ``bound`` (all float64-compatible)."""
     max_err, budget, num, den, n, over = 0.0, 0.0, 0.0, 0.0, 0, 0
     worst: dict[str, Any] = {}

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -176,12 +177,12 @@ def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str) -> dict[str, np.
             if key not in known:
                 raise UserCaseError(f"{path}: arrays.npz holds {key!r}, not an array of stage {stage} ({rule})")
             out[key] = arr
-    for file in sorted(folder.glob("*.npy")):
-        if file.stem not in known:
-            raise UserCaseError(f"{path}: {file.name} is not an array of stage {stage} ({rule}; or list files under \"arrays\")")
-        if file.stem in out:
-            raise UserCaseError(f"{path}: {file.stem} is both {file.name} and a key of arrays.npz")
-        out[file.stem] = _load_npy(file, path, file.stem)
+    for npy in sorted(folder.glob("*.npy")):
+        if npy.stem not in known:
+            raise UserCaseError(f"{path}: {npy.name} is not an array of stage {stage} ({rule}; or list files under \"arrays\")")
+        if npy.stem in out:
+            raise UserCaseError(f"{path}: {npy.stem} is both {npy.name} and a key of arrays.npz")
+        out[npy.stem] = _load_npy(npy, path, npy.stem)
     return out
 
 
@@ -195,7 +196,8 @@ def _case_dtype(doc: Mapping[str, Any], path: Path, raw: Mapping[str, np.ndarray
         return "float64"  # inv_freq and cos_sin have no float input: the dtype only names the case
     kinds = {("bfloat16" if a.dtype in (np.dtype("<u2"), np.dtype(">u2")) else a.dtype.name) for a in stored}
     if len(kinds) != 1 or not kinds <= set(DTYPES):
-        raise _fail(path, "dtype", None, f"not given and the float inputs' dtypes ({', '.join(sorted(kinds))}) do not name one case dtype; set \"dtype\"")
+        raise _fail(path, "dtype", None,
+                    f"not given and the float inputs' dtypes ({', '.join(sorted(kinds))}) do not name one case dtype; set \"dtype\"")
     return kinds.pop()
 
 
@@ -261,7 +263,8 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         raise _fail(path, "seq_len", doc["seq_len"], "only for stage inv_freq (other stages use max(position) + 1)")
     missing = [n for n in STAGE_INPUTS[stage] if n not in raw]
     if missing:
-        raise _fail(path, "arrays", None, f"stage {stage} needs input(s) {', '.join(missing)} (as <name>.npy, a key of arrays.npz, or listed under \"arrays\")")
+        raise _fail(path, "arrays", None,
+                    f"stage {stage} needs input(s) {', '.join(missing)} (as <name>.npy, a key of arrays.npz, or listed under \"arrays\")")
     dtype = _case_dtype(doc, path, raw, stage)
     inputs: dict[str, np.ndarray] = {}
     for name in STAGE_INPUTS[stage] + OPTIONAL_INPUTS.get(stage, ()):
@@ -326,7 +329,9 @@ def load_user_cases(directory: str | Path) -> UserCaseSet:
     files = sorted(root.rglob(CASE_FILE), key=lambda p: p.as_posix())
     if not files:
         raise UserCaseError(f"--cases {root}: no {CASE_FILE} found (one folder per case, each with {CASE_FILE} and its arrays; docs/user-cases.md)")
-    cases, seen, used = [], {}, []
+    cases: list[GoldenCase] = []
+    seen: dict[str, Path] = {}
+    used = []
     for f in files:
         case = load_user_case(f, root if f.parent != root else root.parent)
         if case.id in seen:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ _FAILED = ("FAIL", "XFAIL")
 def _props(case: GoldenCase) -> dict[str, str]:
     spec = case.spec
     kind = "mRoPE" if spec.mrope_section is not None else "2-D vision" if spec.vision is not None else \
-        "partial rotary" if spec.rotary_dim < spec.head_dim else "full rotary"
+        "partial rotary" if spec.resolved_rotary_dim < spec.head_dim else "full rotary"
     regime = case.id.rsplit("/", 1)[-1]
     return {"scaling": spec.scaling.type, "pairing": spec.pairing, "dtype": case.dtype, "stage": case.stage,
             "spec kind": kind, "positions": regime, "family": case.family}
@@ -67,7 +68,8 @@ def _pattern(results: list[Any], by_id: dict[str, GoldenCase]) -> list[str]:
 
 
 def _band(fails: list[Any]) -> str | None:
-    bad, good = [], []
+    bad: list[float] = []
+    good: list[float] = []
     for r in fails:
         prof = (r.diagnosis or {}).get("profile")
         if not prof:
@@ -95,7 +97,8 @@ def _pairs(fails: list[Any], by_id: dict[str, GoldenCase]) -> list[str]:
     groups: dict[str, list[Any]] = {}
     for r in fails:
         case = by_id.get(r.id)
-        key = "" if case is None else ", ".join(f"{k}={v}" for k, v in case.spec.scaling.to_dict().items() if k not in ("short_factor", "long_factor"))
+        key = "" if case is None else ", ".join(
+            f"{k}={v}" for k, v in case.spec.scaling.to_dict().items() if k not in ("short_factor", "long_factor"))
         groups.setdefault(key, []).append(r)
     out = []
     for key, rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:3]:
@@ -109,7 +112,7 @@ def _positions(fails: list[Any]) -> str | None:
     pts: list[tuple[float, float]] = []
     for r in fails:
         m = r.metrics
-        if m is None or m.profile_positions is None:
+        if m is None or m.profile_positions is None or m.profile_ratios is None:  # set together (tolerance.compare)
             continue
         pts += list(zip(m.profile_positions, m.profile_ratios))
     if len(pts) < 3:
@@ -167,7 +170,8 @@ def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any
     by_id = {c.id: c for c in cases}
     counts: Counter[str] = Counter()
     for r in fails:
-        for m in (r.diagnosis or {}).get("matches", []) or ([r.diagnosis["match"]] if (r.diagnosis or {}).get("match") else []):
+        diagnosis = r.diagnosis or {}
+        for m in diagnosis.get("matches", []) or ([diagnosis["match"]] if diagnosis.get("match") else []):
             counts[m] += 1
     n = len(fails)
     words: list[str] = []
@@ -217,7 +221,7 @@ def write_verdict_plot(report: RunReport, path: str) -> str | None:
             ok = np.isfinite(lam)
             a1.plot(lam[ok], np.maximum(np.array(prof["ratio"])[ok], 1e-3), ".", ms=3)
         m = r.metrics
-        if m is not None and m.profile_positions:
+        if m is not None and m.profile_positions and m.profile_ratios is not None:  # set together (tolerance.compare)
             a2.plot(np.maximum(np.abs(m.profile_positions), 1), np.maximum(m.profile_ratios, 1e-3), ".", ms=3)
     for ax, label in ((a1, "pair wavelength 2*pi/w"), (a2, "|position|")):
         ax.axhline(1.0, color="red", lw=1)

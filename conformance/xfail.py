@@ -16,10 +16,10 @@ after the backend (``mlx-lm.txt`` for ``mlx-lm``): :func:`xfail_path` is the one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Sequence
 
 from roperef.errors import bad
 from roperef.json_input import JSONInputError, read_text_file

@@ -30,9 +30,10 @@ mpmath is imported on first use (``import roperef`` stays light).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Sequence, Union
+from typing import Any
 
 __all__ = [
     "GUARD_BITS",
@@ -55,7 +56,7 @@ MAX_PREC = 160 * 2**6
 """Last working precision tried (10240 bits) before a value is declared undecidable."""
 
 #: What a formula returns per value: an mpmath number, or an exact Fraction/int/float.
-ExactValue = Union[Any, Fraction, int, float]
+ExactValue = Any | Fraction | int | float
 
 
 class NeedMorePrecision(Exception):
@@ -78,7 +79,7 @@ class Exact:
     def tolerance_bits(self) -> int:
         return self.prec - GUARD_BITS
 
-    def num(self, value: "float | int | Fraction") -> Any:
+    def num(self, value: float | int | Fraction) -> Any:
         if isinstance(value, Fraction):
             return self.ctx.mpf(value.numerator) / self.ctx.mpf(value.denominator)
         return self.ctx.mpf(value)
@@ -136,7 +137,7 @@ def round_to_double(value: Fraction) -> float:
     return value.numerator / value.denominator
 
 
-def _decided(value: Any, tolerance_bits: int) -> "float | None":
+def _decided(value: Any, tolerance_bits: int) -> float | None:
     """The double every real in ``value +- |value| 2^-tolerance_bits`` rounds to, or None."""
     if isinstance(value, (int, Fraction)) or isinstance(value, float):
         return round_to_double(Fraction(value))  # exact input: one rounding, nothing to certify
@@ -184,8 +185,9 @@ def correctly_rounded(
             prec *= 2
             continue
         out = [_decided(v, exact.tolerance_bits) for v in values]
-        if all(d is not None for d in out):
-            return tuple(float(d) for d in out)  # type: ignore[arg-type]
+        decided = [d for d in out if d is not None]
+        if len(decided) == len(out):
+            return tuple(float(d) for d in decided)
         prec *= 2
     raise ArithmeticError(f"a value could not be rounded with certainty at {max_prec} bits")
 

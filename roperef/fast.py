@@ -128,7 +128,7 @@ def streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
 
 def _keep(spec: RopeSpec) -> np.ndarray:
     """Pass-through channels: outside ``[rotary_start, rotary_start + rotary_dim)``."""
-    start, stop = spec.rotary_start, spec.rotary_start + spec.rotary_dim  # type: ignore[operator]
+    start, stop = spec.rotary_start, spec.rotary_start + spec.resolved_rotary_dim
     return np.concatenate([np.arange(0, start), np.arange(stop, spec.head_dim)]).astype(np.int64)
 
 
@@ -188,7 +188,7 @@ def apply(
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
     idx = np.arange(c2.shape[0], dtype=np.int64)
-    apply_kernel(
+    apply_kernel(  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), streams(y)
     )
     return y
@@ -218,7 +218,7 @@ def shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tup
     return np.ascontiguousarray(distinct, dtype=np.int64), np.ascontiguousarray(index.reshape(-1), dtype=np.int64)
 
 
-def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:
     from .fast_kernels import apply_kernel, rope_kernel, tables_kernel
 
     prep = prepare(x, positions, spec, cu_seqlens, seq_len, name=name)
@@ -229,13 +229,13 @@ def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, bac
     sign = -1.0 if backward else 1.0
     shared = shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
     if shared is None:  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
-        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y, spec.n_pairs))
+        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         return y
     distinct, index = shared  # cos/sin once per distinct position, then a streaming pass
     cos = np.empty((distinct.shape[1], spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
     tables_kernel(distinct, freqs, pair_axes(spec), s, sign, cos, sin, _n_blocks())
-    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y))
+    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
     return y
 
 

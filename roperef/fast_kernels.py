@@ -54,7 +54,7 @@ _NONE = np.int64(-1)  # "no token" for _fill_token_overlapped's t_stream
 
 
 @njit(cache=True, inline="always")
-def _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin):  # type: ignore[no-untyped-def]
+def _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin):
     """``cos[j], sin[j]`` of token ``t`` (``sign`` = -1.0 negates sin, as the backward pass does)."""
     p = float(rows[axes[j], t])
     hi, lo = two_product(p, freqs[j])
@@ -65,14 +65,14 @@ def _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin):  # type: ignore[no-u
 
 
 @njit(cache=True, inline="always")
-def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):  # type: ignore[no-untyped-def]
+def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):
     """All ``n`` pairs of token ``t``."""
     for j in range(freqs.shape[0]):
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
 
 
 @njit(cache=True, inline="always")
-def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefetch, m, bf, of, t_stream):  # type: ignore[no-untyped-def]
+def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefetch, m, bf, of, t_stream):
     """:func:`_fill_token`, with the memory traffic of neighbouring tokens spread over its pairs.
 
     The cos/sin of one token are pure computation; alongside pair ``j`` this issues the
@@ -96,11 +96,11 @@ def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefet
     for j in range(n):
         line_end = line + (line_q + (1 if j < line_r else 0)) * step
         while line < line_end:
-            prefetch(xf, line)
+            prefetch(xf, line)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
             line += step
         src_end = src + (chunk_q + (1 if j < chunk_r else 0)) * w
         while src < src_end:
-            stream16(bf, src, of, dst)
+            stream16(bf, src, of, dst)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
             src += w
             dst += w
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
@@ -117,7 +117,7 @@ def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefet
 
 
 @njit(cache=True)
-def _rot_half0(x, t, y, u, cos, sin):  # type: ignore[no-untyped-def]
+def _rot_half0(x, t, y, u, cos, sin):
     """``half`` with the window at channel 0: pairs ``(j, j+n)`` read and written."""
     n = cos.shape[0]
     for h in range(x.shape[1]):
@@ -131,7 +131,7 @@ def _rot_half0(x, t, y, u, cos, sin):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _rot_strided(x, t, y, u, cos, sin, ra, rb, wa, wb, k_in, k_out):  # type: ignore[no-untyped-def]
+def _rot_strided(x, t, y, u, cos, sin, ra, rb, wa, wb, k_in, k_out):
     """Affine maps: read ``(ra + k_in*j, rb + k_in*j)``, write ``(wa + k_out*j, wb + k_out*j)``."""
     n = uint64(cos.shape[0])
     ki = uint64(k_in)
@@ -147,7 +147,7 @@ def _rot_strided(x, t, y, u, cos, sin, ra, rb, wa, wb, k_in, k_out):  # type: ig
 
 
 @njit(cache=True)
-def _rot_gather(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b):  # type: ignore[no-untyped-def]
+def _rot_gather(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b):
     """Any pair map, through the index arrays."""
     for h in range(x.shape[1]):
         for j in range(cos.shape[0]):
@@ -160,7 +160,7 @@ def _rot_gather(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b):  # type: ignore
 
 
 @njit(cache=True)
-def _copy_keep(x, t, y, u, keep):  # type: ignore[no-untyped-def]
+def _copy_keep(x, t, y, u, keep):
     """Pass-through channels of token ``t``, all heads (a float32 -> float64 or same-type copy is exact)."""
     for h in range(x.shape[1]):
         for k in range(keep.shape[0]):
@@ -168,7 +168,7 @@ def _copy_keep(x, t, y, u, keep):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always")
-def _rotate_token(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b, keep, k_in, k_out):  # type: ignore[no-untyped-def]
+def _rotate_token(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b, keep, k_in, k_out):
     """``y[u] = RoPE(x[t])``, all heads: pass-through copy, then the rotations (float64, rounded once).
 
     ``k_in``/``k_out`` in (1, 2): the maps are affine, ``in_a[j] = in_a[0] + k_in*j`` (likewise
@@ -186,7 +186,7 @@ def _rotate_token(x, t, y, u, cos, sin, in_a, in_b, out_a, out_b, keep, k_in, k_
 
 
 @njit(cache=True)
-def _stream_token(bf, of, t):  # type: ignore[no-untyped-def]
+def _stream_token(bf, of, t):
     """``of[t*m : (t+1)*m] = bf`` (``m = bf.size``) with 16-byte non-temporal stores.
 
     Needs ``of``'s address at ``t*m`` 16-byte aligned and ``m * itemsize`` a multiple of 16
@@ -195,11 +195,11 @@ def _stream_token(bf, of, t):  # type: ignore[no-untyped-def]
     m = bf.size
     base = t * m
     for i in range(0, m, 16 // bf.itemsize):
-        stream16(bf, i, of, base + i)
+        stream16(bf, i, of, base + i)  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
 
 
 @njit(parallel=True, cache=True)
-def tables_kernel(rows, freqs, axes, s, sign, cos, sin, n_blocks):  # type: ignore[no-untyped-def]
+def tables_kernel(rows, freqs, axes, s, sign, cos, sin, n_blocks):
     """``cos, sin [N, n]`` of every token (``sign`` = -1.0 negates sin, as the backward pass does)."""
     n_tok = cos.shape[0]
     nb = min(n_tok, n_blocks)
@@ -211,7 +211,7 @@ def tables_kernel(rows, freqs, axes, s, sign, cos, sin, n_blocks):  # type: igno
 
 
 @njit(parallel=True, cache=True)
-def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
+def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):
     """Forward (``sign=1``) or backward (``sign=-1``, maps transposed) RoPE of ``x [N,H,D]`` into ``out``.
 
     ``stream``: write ``out`` with non-temporal stores through a per-block token scratch.
@@ -241,11 +241,11 @@ def rope_kernel(x, rows, freqs, axes, s, sign, in_a, in_b, out_a, out_b, k_in, k
             elif stream:
                 _stream_token(bf, of, t)
         if stream:
-            store_fence()
+            store_fence()  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code
 
 
 @njit(parallel=True, cache=True)
-def apply_kernel(x, cos, sin, idx, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):  # type: ignore[no-untyped-def]
+def apply_kernel(x, cos, sin, idx, in_a, in_b, out_a, out_b, k_in, k_out, keep, out, n_blocks, stream):
     """Rotate ``x [N,H,D]`` with tables ``cos, sin [U, n]`` (token ``t`` uses row ``idx[t]``) into ``out``.
 
     ``stream`` as in :func:`rope_kernel`. A pure streaming pass (the tables stay in cache).
@@ -264,4 +264,4 @@ def apply_kernel(x, cos, sin, idx, in_a, in_b, out_a, out_b, k_in, k_out, keep, 
             if stream:
                 _stream_token(bf, of, t)
         if stream:
-            store_fence()
+            store_fence()  # type: ignore[call-arg]  # numba: an @intrinsic is called without its typingctx inside jitted code

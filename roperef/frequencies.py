@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def _base(e: Exact, ln_theta: Any, d: int, i: int) -> Any:
     return e.exp(-(2 * i) * ln_theta / d)
 
 
-def _mscale(e: Exact, factor: float, m: "float | int") -> Any:
+def _mscale(e: Exact, factor: float, m: float | int) -> Any:
     """YaRN ``get_mscale(x, m) = 1 if x <= 1 else 0.1*m*ln(x) + 1`` (0.1 the real number)."""
     if factor <= 1.0:
         return Fraction(1)
@@ -85,10 +86,10 @@ def _length(spec: RopeSpec, seq_len: int | None) -> int:
     """The length a length-dependent type actually uses (the cache key)."""
     sc = spec.scaling
     if sc.type == "dynamic":
-        m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+        m = sc.given_int("max_position_embeddings")
         return m if seq_len is None else max(seq_len, m)
     if sc.type == "longrope":
-        l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+        l0 = sc.given_int("original_max_position_embeddings")
         return 1 if seq_len is not None and seq_len > l0 else 0  # 1: long factors
     return 0
 
@@ -100,21 +101,21 @@ def _default(spec: RopeSpec, length: int) -> Formula:
     """``default``: ``w_i = theta^(-2i/d)``, ``s = 1``."""
     def f(e: Exact) -> list[Any]:
         ln_t = e.ln(spec.theta)
-        return [_base(e, ln_t, spec.freq_dim, i) for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+        return [_base(e, ln_t, spec.resolved_freq_dim, i) for i in range(spec.n_pairs)] + [1]
     return f
 
 
 def _linear(spec: RopeSpec, length: int) -> Formula:
     """``linear`` (position interpolation): ``w_i = theta^(-2i/d) / f``."""
     def f(e: Exact) -> list[Any]:
-        ln_t, fac = e.ln(spec.theta), e.num(spec.scaling.factor)  # type: ignore[arg-type]
-        return [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(spec.n_pairs)] + [1]  # type: ignore[arg-type]
+        ln_t, fac = e.ln(spec.theta), e.num(spec.scaling.given("factor"))
+        return [_base(e, ln_t, spec.resolved_freq_dim, i) / fac for i in range(spec.n_pairs)] + [1]
     return f
 
 
 def _rebased(spec: RopeSpec, e: Exact, q: Any) -> list[Any]:
     """``w_i = theta'^(-2i/d)`` with ``theta' = theta * q^(d/(d-2))`` (dynamic, ntk)."""
-    d = int(spec.freq_dim)  # type: ignore[arg-type]
+    d = int(spec.resolved_freq_dim)
     ln_base = e.ln(spec.theta) + e.num(Fraction(d, d - 2)) * e.ln(q)
     return [_base(e, ln_base, d, i) for i in range(spec.n_pairs)] + [1]
 
@@ -122,14 +123,14 @@ def _rebased(spec: RopeSpec, e: Exact, q: Any) -> list[Any]:
 def _dynamic(spec: RopeSpec, length: int) -> Formula:
     """``dynamic`` NTK: ``L = max(seq_len, M)``; ``theta' = theta*(f*L/M - (f-1))^(d/(d-2))``."""
     sc = spec.scaling
-    fac = Fraction(sc.factor)  # type: ignore[arg-type]
-    q = fac * length / int(sc.max_position_embeddings) - (fac - 1)  # type: ignore[arg-type]  # exact, >= 1
+    fac = Fraction(sc.given("factor"))
+    q = fac * length / sc.given_int("max_position_embeddings") - (fac - 1)  # exact, >= 1
     return lambda e: _rebased(spec, e, e.num(q))
 
 
 def _ntk(spec: RopeSpec, length: int) -> Formula:
     """Fixed NTK (HunYuan ``alpha``, lucidrains ``theta_rescale_factor``): ``theta' = theta*alpha^(d/(d-2))``."""
-    return lambda e: _rebased(spec, e, e.num(spec.scaling.alpha))  # type: ignore[arg-type]
+    return lambda e: _rebased(spec, e, e.num(spec.scaling.given("alpha")))
 
 
 def _yarn_range(spec: RopeSpec, e: Exact) -> tuple[Any, Any]:
@@ -138,10 +139,10 @@ def _yarn_range(spec: RopeSpec, e: Exact) -> tuple[Any, Any]:
 
     Each end is a Fraction when it is rational (truncated or clamped) and an mpmath number
     otherwise; ``corr`` is transcendental, so the certified floor/ceil/comparisons decide."""
-    sc, d = spec.scaling, int(spec.freq_dim)  # type: ignore[arg-type]
+    sc, d = spec.scaling, int(spec.resolved_freq_dim)
     fast = 32.0 if sc.beta_fast is None else sc.beta_fast
     slow = 1.0 if sc.beta_slow is None else sc.beta_slow
-    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+    l0 = sc.given_int("original_max_position_embeddings")
     two_ln_theta = 2 * e.ln(spec.theta)
 
     def corr(beta: float) -> Any:
@@ -188,7 +189,7 @@ def _yarn_attention(e: Exact, sc: Scaling) -> Any:
     both are non-zero; else ``get_mscale(f)``."""
     if sc.attention_factor is not None:
         return sc.attention_factor
-    f = float(sc.factor)  # type: ignore[arg-type]
+    f = sc.given("factor")
     if sc.mscale and sc.mscale_all_dim:
         return _as_mp(e, _mscale(e, f, sc.mscale)) / _as_mp(e, _mscale(e, f, sc.mscale_all_dim))
     return _mscale(e, f, 1)
@@ -204,11 +205,11 @@ def _yarn(spec: RopeSpec, length: int) -> Formula:
 
     def f(e: Exact) -> list[Any]:
         low, high = _yarn_range(spec, e)
-        ln_t, inv_f = e.ln(spec.theta), 1 / e.num(sc.factor)  # type: ignore[arg-type]
+        ln_t, inv_f = e.ln(spec.theta), 1 / e.num(sc.given("factor"))
         out = []
         for j in range(spec.n_pairs):
             r = _as_mp(e, _ramp(e, j, low, high))
-            out.append(_base(e, ln_t, spec.freq_dim, j) * (r * inv_f + (1 - r)))  # type: ignore[arg-type]
+            out.append(_base(e, ln_t, spec.resolved_freq_dim, j) * (r * inv_f + (1 - r)))
         return out + [_yarn_attention(e, sc)]
     return f
 
@@ -217,25 +218,25 @@ def _longrope_factor(sc: Scaling) -> Fraction:
     """``f = factor`` if given, else ``M / L0`` (exact)."""
     if sc.factor is not None:
         return Fraction(sc.factor)
-    return Fraction(int(sc.max_position_embeddings), int(sc.original_max_position_embeddings))  # type: ignore[arg-type]
+    return Fraction(sc.given_int("max_position_embeddings"), sc.given_int("original_max_position_embeddings"))
 
 
 def _longrope(spec: RopeSpec, length: int) -> Formula:
     """LongRoPE: ``ext = long if seq_len > L0 else short``; ``w_i = 1/(ext_i*theta^(2i/d))``;
     ``s`` = attention_factor, else 1 when ``f <= 1``, else ``sqrt(1 + ln f / ln L0)``."""
     sc = spec.scaling
-    ext = sc.long_factor if length == 1 else sc.short_factor
+    ext = sc.given_factors("long_factor") if length == 1 else sc.given_factors("short_factor")
 
     def f(e: Exact) -> list[Any]:
         ln_t = e.ln(spec.theta)
-        out = [_base(e, ln_t, spec.freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]  # type: ignore[index,arg-type]
+        out = [_base(e, ln_t, spec.resolved_freq_dim, i) / e.num(ext[i]) for i in range(spec.n_pairs)]
         fac = _longrope_factor(sc)
         if sc.attention_factor is not None:
             s: Any = sc.attention_factor
         elif fac <= 1:
             s = Fraction(1)
         else:
-            s = e.sqrt(1 + e.ln(e.num(fac)) / e.ln(int(sc.original_max_position_embeddings)))  # type: ignore[arg-type]
+            s = e.sqrt(1 + e.ln(e.num(fac)) / e.ln(sc.given_int("original_max_position_embeddings")))
         return out + [s]
     return f
 
@@ -245,15 +246,15 @@ def _llama3(spec: RopeSpec, length: int) -> Formula:
     ``sigma = (L0/lam - a)/(b - a)`` and ``(1 - sigma) w/f + sigma w`` (band edges inclusive;
     ``a == b`` leaves the middle band empty)."""
     sc = spec.scaling
-    a, b = Fraction(sc.low_freq_factor), Fraction(sc.high_freq_factor)  # type: ignore[arg-type]
-    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
+    a, b = Fraction(sc.given("low_freq_factor")), Fraction(sc.given("high_freq_factor"))
+    l0 = sc.given_int("original_max_position_embeddings")
 
     def f(e: Exact) -> list[Any]:
-        ln_t, fac = e.ln(spec.theta), e.num(sc.factor)  # type: ignore[arg-type]
+        ln_t, fac = e.ln(spec.theta), e.num(sc.given("factor"))
         low_wavelen, high_wavelen = e.num(Fraction(l0) / a), e.num(Fraction(l0) / b)
         out = []
         for i in range(spec.n_pairs):
-            w = _base(e, ln_t, spec.freq_dim, i)  # type: ignore[arg-type]
+            w = _base(e, ln_t, spec.resolved_freq_dim, i)
             wavelen = 2 * e.pi / w
             if e.less(low_wavelen, wavelen):
                 out.append(w / fac)
@@ -271,12 +272,12 @@ def _proportional(spec: RopeSpec, length: int) -> Formula:
     for ``i < k``, exactly 0 for ``k <= i < n`` (identity pairs); ``f = factor`` (default 1)."""
     sc = spec.scaling
     rho = 1.0 if sc.partial_rotary_factor is None else sc.partial_rotary_factor
-    k = min(int((rho * spec.freq_dim) // 2), spec.n_pairs)  # type: ignore[operator]
+    k = min(int((rho * spec.resolved_freq_dim) // 2), spec.n_pairs)
     factor = 1.0 if sc.factor is None else sc.factor
 
     def f(e: Exact) -> list[Any]:
         ln_t, fac = e.ln(spec.theta), e.num(factor)
-        head = [_base(e, ln_t, spec.freq_dim, i) / fac for i in range(k)]  # type: ignore[arg-type]
+        head = [_base(e, ln_t, spec.resolved_freq_dim, i) / fac for i in range(k)]
         return head + [Fraction(0)] * (spec.n_pairs - k) + [1]
     return f
 

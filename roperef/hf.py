@@ -23,8 +23,9 @@ with its assumptions listed, or refused with what to supply; ``overrides=`` supp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import bad
 from .hf_model import Assumption, ModelRope, NoRopeError

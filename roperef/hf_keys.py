@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import bad
 
@@ -112,6 +113,20 @@ class Level:
         value = self.raw(name, default)
         if not isinstance(value, bool):
             bad(self.key(name), value, "must be true or false", TypeError)
+        return value
+
+    def need_num(self, name: str, *, positive: bool = True) -> float:
+        """:meth:`num` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
+        value = self.num(name, positive=positive)
+        if value is None:
+            bad(self.key(name), None, "is required")
+        return value
+
+    def need_int(self, name: str, minimum: int = 1) -> int:
+        """:meth:`int_` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
+        value = self.int_(name, minimum=minimum)
+        if value is None:
+            bad(self.key(name), None, "is required")
         return value
 
     def int_list(self, name: str, minimum: int = 0) -> list[int] | None:

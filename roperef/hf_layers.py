@@ -23,7 +23,8 @@ makes every k-th layer NoPE: ``use = (i + 1) % k != 0``, transformers' default).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import bad
 from .hf_keys import Level
@@ -45,7 +46,7 @@ def _count(c: Level) -> int | None:
     """Decoder layers: ``num_hidden_layers`` / ``n_layer`` / ``num_layers``. LongCat-Flash stacks two
     attention blocks per ``num_layers`` (transformers' LongcatFlashConfig.num_hidden_layers = 2 * num_layers)."""
     if c.model_type == "longcat_flash" and c.has("num_layers") and not c.given("num_hidden_layers"):
-        return 2 * c.int_("num_layers")  # type: ignore[operator]
+        return 2 * c.need_int("num_layers")
     for name in ("num_hidden_layers", "n_layer", "num_layers"):
         if c.has(name):
             return c.int_(name)
@@ -94,8 +95,8 @@ def layer_types(c: Level) -> tuple[str, ...]:
         return tuple("full_attention" if i in at else "mamba" for i in range(n))
     period = c.raw("sliding_window_pattern")
     if period is not None and c.raw("sliding_window") is not None:
-        p = c.int_("sliding_window_pattern")
-        return tuple("full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n))  # type: ignore[operator]
+        p = c.need_int("sliding_window_pattern")
+        return tuple("full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n))
     return ("full_attention",) * n
 
 
@@ -111,8 +112,8 @@ def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:
                 bad(f"{c.key('no_rope_layers')}[{i}]", v, "must be 1 (layer uses RoPE) or 0 (NoPE layer)")
         flags = [bool(v) for v in use]
     elif c.has("no_rope_layer_interval"):
-        k = c.int_("no_rope_layer_interval")
-        flags = [(i + 1) % k != 0 for i in range(n)]  # type: ignore[operator]
+        k = c.need_int("no_rope_layer_interval")
+        flags = [(i + 1) % k != 0 for i in range(n)]
     else:
         flags = [True] * n
     return tuple(f and t not in NON_ATTENTION_TYPES for f, t in zip(flags, types))

@@ -7,9 +7,10 @@ RoPE: ``assumptions`` lists every value roperef had to assume (and why), and a m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .spec import RopeSpec
 

@@ -12,7 +12,8 @@ key). Two keys are not config keys but answers to what a config cannot say:
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import bad
 from .spec import PAIRINGS

@@ -23,7 +23,8 @@ Keys inside a RoPE section that roperef does not know are refused (:func:`ropere
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import hf_families as fam
 from .errors import bad
@@ -142,11 +143,11 @@ def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, 
         elif len(specs) == 1 and not nested:
             layers.append(next(iter(specs)))
         else:
-            label = _layer_label(kind, set(specs), compress)
-            if label is None and kind not in nulls:
+            layer_label = _layer_label(kind, set(specs), compress)
+            if layer_label is None and kind not in nulls:
                 names = ", ".join(sorted(specs))
                 bad(c.key("layer_types"), kind, f"has no RoPE entry; the config defines {names}")
-            layers.append(label)
+            layers.append(layer_label)
     if types:  # keep only the entries some layer uses
         used = {name for name in layers if name is not None}
         specs = {k: v for k, v in specs.items() if k in used}
@@ -253,7 +254,9 @@ def _vision(c: Level, ctx: Context) -> RopeSpec:
     check_section_keys(where, clean(params), PARAM_KEYS, IGNORABLE_KEYS)
     theta = number(f"{where}.rope_theta", params["rope_theta"]) if params.get("rope_theta") is not None else None
     try:
-        return RopeSpec(head_dim=head_dim(c, ctx.quirks), theta=theta or c.num("rope_theta", 10000.0), vision=form)
+        if theta is None:
+            theta = c.num("rope_theta") or 10000.0
+        return RopeSpec(head_dim=head_dim(c, ctx.quirks), theta=theta, vision=form)
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"{exc} (config {c.path or 'vision_config.'})") from None
 
@@ -293,7 +296,7 @@ def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any])
         if not isinstance(vision_cfg, Mapping):
             bad("vision_config", vision_cfg, "must be a JSON object (dict)", TypeError)
         vtype = model_type_of(vision_cfg, "vision_config.", default_vision or "")
-        if vtype not in VISION_FORMS_BY_TYPE and default_vision in VISION_FORMS_BY_TYPE:
+        if vtype not in VISION_FORMS_BY_TYPE and default_vision is not None and default_vision in VISION_FORMS_BY_TYPE:
             vtype = default_vision  # a sub-config type alias (e.g. "qwen2_5_vl" written for the vision part)
         if vtype in VISION_FORMS_BY_TYPE:
             vision = _vision(_level(vision_cfg, "vision_config.", vtype), ctx)

@@ -22,9 +22,10 @@ exceptions. What the config does not say and cannot be defaulted from a known fa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from . import hf_families as fam
 from .errors import bad
@@ -79,17 +80,17 @@ def head_dim(c: Level, quirks: HFQuirks) -> int:
         if c.model_type == "pixtral" and name == "head_dim" and quirks.pixtral_head_dim_from_hidden:
             continue
         if c.has(name):
-            return c.int_(name)  # type: ignore[return-value]
+            return c.need_int(name)
     hidden_name = next((n for n in ("hidden_size", "n_embd", "embed_dim", "d_model") if c.has(n)), None)
     if c.model_type == "qwen2_vl_vision":
         hidden_name = "embed_dim"
     heads_name = next((n for n in ("num_attention_heads", "n_head", "num_heads", "n_heads") if c.has(n)), None)
     if hidden_name is None or heads_name is None:
         bad(c.key("head_dim"), None, "is required (or hidden_size and num_attention_heads)")
-    hidden, heads = c.int_(hidden_name), c.int_(heads_name)
-    if hidden % heads:  # type: ignore[operator]
+    hidden, heads = c.need_int(hidden_name), c.need_int(heads_name)
+    if hidden % heads:
         bad(c.key(hidden_name), hidden, f"must be divisible by {heads_name}={heads} when head_dim is absent")
-    return hidden // heads  # type: ignore[operator]
+    return hidden // heads
 
 
 def _max_positions(c: Level) -> int | None:
@@ -148,14 +149,14 @@ def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int) -> tuple
         key = f"{where}.partial_rotary_factor"
         found.append((key, p["partial_rotary_factor"], number(key, p["partial_rotary_factor"])))
     elif c.given("partial_rotary_factor"):
-        found.append((c.key("partial_rotary_factor"), c.raw("partial_rotary_factor"), c.num("partial_rotary_factor")))
+        found.append((c.key("partial_rotary_factor"), c.raw("partial_rotary_factor"), c.need_num("partial_rotary_factor")))
     if c.given("rotary_pct"):
-        found.append((c.key("rotary_pct"), c.raw("rotary_pct"), c.num("rotary_pct")))
+        found.append((c.key("rotary_pct"), c.raw("rotary_pct"), c.need_num("rotary_pct")))
     if c.given("rotary_dim") and c.model_type not in ("gptj", "codegen"):
-        width = c.int_("rotary_dim")
-        if width > head:  # type: ignore[operator]
+        width = c.need_int("rotary_dim")
+        if width > head:
             bad(c.key("rotary_dim"), width, f"must be <= head_dim={head}")
-        found.append((c.key("rotary_dim"), width, width / head))  # type: ignore[operator]
+        found.append((c.key("rotary_dim"), width, width / head))
     for key, value, rho in found:
         if rho > 1:
             bad(key, value, "must be in (0, 1]")
@@ -218,13 +219,13 @@ def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: f
     if fallback is not None:
         return fallback
     if c.model_type == "chatglm":
-        return 10000.0 * c.num("rope_ratio")  # type: ignore[operator]
+        return 10000.0 * c.need_num("rope_ratio")
     if c.given("rope_theta"):
-        return c.num("rope_theta")  # type: ignore[return-value]
+        return c.need_num("rope_theta")
     if c.has("rotary_emb_base"):
-        return c.num("rotary_emb_base")  # type: ignore[return-value]
+        return c.need_num("rotary_emb_base")
     if c.has("rope_theta"):
-        return c.num("rope_theta")  # type: ignore[return-value]
+        return c.need_num("rope_theta")
     remote = REMOTE_FAMILIES.get(c.model_type)
     if remote is not None and remote.theta is not None:
         return remote.theta
@@ -250,7 +251,10 @@ def _original_max(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks, 
 def _scaling(kind: str, p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks, rho: float | None) -> Scaling:
     m = _max_positions(c)
     kw: dict[str, Any] = {"type": kind}
-    take = lambda *names: kw.update({n: p[n] for n in names if p.get(n) is not None})  # noqa: E731
+
+    def take(*names: str) -> None:
+        kw.update({n: p[n] for n in names if p.get(n) is not None})
+
     if kind in _NEEDS_L0:
         l0 = _original_max(p, c, where, quirks, m)
         if l0 is None:

@@ -17,8 +17,10 @@ so no NumPy broadcasting error ever reaches a caller.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import bad
 from .positions import check_cu_seqlens, check_positions, varlen
@@ -48,7 +50,8 @@ def resolve_out_dtype(out_dtype: object) -> np.dtype:
     if out_dtype is None:
         return np.dtype(np.float64)
     try:
-        dt = np.dtype(out_dtype)  # type: ignore[arg-type]
+        # any object is checked here: np.dtype raises TypeError for one that is not a dtype (caught below)
+        dt: np.dtype | None = np.dtype(cast("npt.DTypeLike", out_dtype))
     except TypeError:
         dt = None  # reported below, outside the handler: no chained NumPy traceback
     if dt is None:

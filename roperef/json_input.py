@@ -72,7 +72,7 @@ def _check_depth(masked: str, text: str, limit: int, source: str) -> None:
 
 
 def _check_integers(masked: str, text: str, limit: int, source: str) -> None:
-    m = re.search(r"(?<![\w.])\d{%d,}(?![\d.eE])" % (limit + 1), masked)
+    m = re.search(rf"(?<![\w.])\d{{{limit + 1},}}(?![\d.eE])", masked)
     if m:
         digits = len(m.group(0))
         raise JSONInputError(f"{source}: an integer of {digits} digits ({m.group(0)[:12]}...) at {_where(text, m.start())}; "

@@ -40,7 +40,7 @@ class PairMap:
     out_a: np.ndarray
     out_b: np.ndarray
 
-    def transposed(self) -> "PairMap":
+    def transposed(self) -> PairMap:
         """The map of the backward pass (read where forward writes, write where it reads)."""
         return PairMap(self.out_a, self.out_b, self.in_a, self.in_b)
 

@@ -10,7 +10,7 @@ mRoPE ``[3, batch, seq]`` or ``[3, tokens]`` (rows t, h, w); vision ``[tokens, 2
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ __all__ = [
 POSITION_MIN = -(2**31)
 POSITION_MAX = 2**31 - 1
 
-Segment = Union[int, tuple[int, int, int]]
+Segment = int | tuple[int, int, int]
 
 
 def check_positions(positions: object, name: str = "positions") -> np.ndarray:

@@ -12,8 +12,9 @@ computes frequencies; see :mod:`roperef.frequencies`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import bad
 
@@ -169,13 +170,38 @@ class Scaling:
         # mscale, mscale_all_dim: any finite number (0 means "unset" in the YaRN rule)
         return number
 
+    def given(self, name: str) -> float:
+        """The value of float parameter ``name``, which this scaling type requires (docs/spec.md section 3).
+
+        ``__post_init__`` has already rejected a missing required parameter; this accessor gives
+        the value its non-optional type and names the key if a caller asks for one that is unset.
+        """
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return float(value)
+
+    def given_int(self, name: str) -> int:
+        """``given`` for the integer parameters (``original_max_position_embeddings``, ``max_position_embeddings``)."""
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return int(value)
+
+    def given_factors(self, name: str) -> tuple[float, ...]:
+        """``given`` for the per-pair lists (``short_factor``, ``long_factor``)."""
+        value = getattr(self, name)
+        if value is None:
+            bad(f"rope_scaling.{name}", None, f"is required here for rope_type '{self.type}'")
+        return tuple(value)
+
     def _check_relations(self) -> None:
         if self.type == "yarn":
             fast = 32.0 if self.beta_fast is None else self.beta_fast
             slow = 1.0 if self.beta_slow is None else self.beta_slow
             if fast < slow:
                 bad("rope_scaling.beta_fast", fast, f"must be >= beta_slow={slow}")
-        if self.type == "llama3" and self.high_freq_factor < self.low_freq_factor:  # type: ignore[operator]
+        if self.type == "llama3" and self.given("high_freq_factor") < self.given("low_freq_factor"):
             bad(
                 "rope_scaling.high_freq_factor",
                 self.high_freq_factor,
@@ -184,13 +210,13 @@ class Scaling:
         if self.type == "yarn" and self.mscale and self.mscale_all_dim and self.attention_factor is None:
             for key in ("mscale", "mscale_all_dim"):
                 m = getattr(self, key)
-                if self.factor > 1 and 0.1 * m * math.log(self.factor) + 1 <= 0:  # type: ignore[operator]
+                if self.given("factor") > 1 and 0.1 * m * math.log(self.given("factor")) + 1 <= 0:
                     bad(f"rope_scaling.{key}", m, f"makes get_mscale(factor={self.factor}, {key}) = 0.1*m*ln(f) + 1 <= 0 "
                         "(the attention factor would be infinite or negative)")
         if self.type == "longrope" and self.factor is None and self.max_position_embeddings is None:
             bad("rope_scaling.factor", None, "longrope needs factor or max_position_embeddings (factor = M / L0)")
         if self.type == "longrope" and self.original_max_position_embeddings == 1 and self.attention_factor is None:
-            f = self.factor if self.factor is not None else float(self.max_position_embeddings)  # type: ignore[arg-type]
+            f = self.factor if self.factor is not None else float(self.given_int("max_position_embeddings"))
             if f > 1.0:
                 bad(
                     "rope_scaling.original_max_position_embeddings",
@@ -208,7 +234,7 @@ class Scaling:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scaling":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scaling:
         names = {f.name for f in fields(cls)}
         for key in data:
             if key not in names:
@@ -275,9 +301,23 @@ class RopeSpec:
         self._check_vision()
 
     @property
+    def resolved_rotary_dim(self) -> int:
+        """``rotary_dim`` after ``__post_init__`` has defaulted it (never ``None`` on a built spec)."""
+        if self.rotary_dim is None:
+            bad("rotary_dim", None, "is unset on a spec that __post_init__ did not complete")
+        return self.rotary_dim
+
+    @property
+    def resolved_freq_dim(self) -> int:
+        """d, the exponent denominator: ``freq_dim`` after ``__post_init__`` has defaulted it."""
+        if self.freq_dim is None:
+            bad("freq_dim", None, "is unset on a spec that __post_init__ did not complete")
+        return self.freq_dim
+
+    @property
     def n_pairs(self) -> int:
         """n = rotary_dim / 2."""
-        return self.rotary_dim // 2  # type: ignore[operator]
+        return self.resolved_rotary_dim // 2
 
     @property
     def n_axes(self) -> int:
@@ -287,16 +327,16 @@ class RopeSpec:
         return 2 if self.vision is not None else 1
 
     def _check_scaling(self) -> None:
-        sc, n, d = self.scaling, self.n_pairs, self.freq_dim
+        sc, n, d = self.scaling, self.n_pairs, self.resolved_freq_dim
         for name in ("short_factor", "long_factor"):
             values = getattr(sc, name)
             if values is not None and len(values) != n:
                 bad(f"rope_scaling.{name}", f"<{len(values)} entries>", f"must have rotary_dim//2 = {n} entries")
-        if sc.type == "dynamic" and d <= 2:  # type: ignore[operator]
+        if sc.type == "dynamic" and d <= 2:
             bad("freq_dim", d, "dynamic NTK needs freq_dim > 2 (exponent d/(d-2))")
-        if sc.type == "ntk" and d <= 2:  # type: ignore[operator]
+        if sc.type == "ntk" and d <= 2:
             bad("freq_dim", d, "fixed NTK needs freq_dim > 2 (exponent d/(d-2))")
-        if sc.type == "ntk" and math.log(self.theta) + d / (d - 2) * math.log(sc.alpha) <= 0:  # type: ignore[operator,arg-type]
+        if sc.type == "ntk" and math.log(self.theta) + d / (d - 2) * math.log(sc.given("alpha")) <= 0:
             bad("rope_scaling.alpha", sc.alpha, f"makes the NTK base theta*alpha^(d/(d-2)) <= 1 (theta={self.theta}, d={d}); "
                 "the frequencies would grow with the pair index")
 
@@ -331,7 +371,7 @@ class RopeSpec:
         if self.scaling.type != "default":
             bad("rope_type", self.scaling.type, "2-D vision RoPE has no scaling (use default)")
 
-    def replace(self, **changes: Any) -> "RopeSpec":
+    def replace(self, **changes: Any) -> RopeSpec:
         """A copy with some fields changed (validated again)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         if "rotary_dim" in changes and "freq_dim" not in changes and self.freq_dim == self.rotary_dim:
@@ -352,7 +392,7 @@ class RopeSpec:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RopeSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> RopeSpec:
         if not isinstance(data, Mapping):
             bad("spec", data, "must be a dict", TypeError)
         names = {f.name for f in fields(cls)}

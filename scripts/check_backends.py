@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         listed = xfail_path(name)
         xfail = listed if listed.is_file() else None
-        runs = [(args.report_dir / f"{name}.json", [], name)]
+        runs: list[tuple[Path, list[str], str]] = [(args.report_dir / f"{name}.json", [], name)]
         runs += [(args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}")
                  for d in EXTRA_CASES.get(name, ())]
         for report, extra, label in runs:

@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance.cases_catalog import presets_dir  # noqa: E402
-from conformance.hf_crosscheck import cross_check  # noqa: E402
-from roperef import hf_families as fam  # noqa: E402
-from roperef.hf import model_rope  # noqa: E402
+from conformance.cases_catalog import presets_dir  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf_crosscheck import cross_check  # noqa: E402 - imported after sys.path gains the repo root
+from roperef import hf_families as fam  # noqa: E402 - imported after sys.path gains the repo root
+from roperef.hf import model_rope  # noqa: E402 - imported after sys.path gains the repo root
 
 BEGIN, END = "<!-- cross-check:begin (scripts/cross_check_presets.py) -->", "<!-- cross-check:end -->"
 

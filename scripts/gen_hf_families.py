@@ -25,14 +25,22 @@ import inspect
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance import hf_source  # noqa: E402
-from conformance.hf_truth import (  # noqa: E402
-    apply_function, entry_tensors, rope_labels, modeling_modules, quiet_transformers, text_config_of, text_rotary_class, indexer_apply,
+from conformance import hf_source  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf_truth import (  # noqa: E402 - imported after sys.path gains the repo root
+    apply_function,
+    entry_tensors,
+    indexer_apply,
+    modeling_modules,
     probe_apply,
+    quiet_transformers,
+    rope_labels,
+    text_config_of,
+    text_rotary_class,
 )
 
 OUT = ROOT / "roperef" / "hf_families.py"
@@ -60,7 +68,7 @@ def classify(model_type: str) -> tuple[str, tuple]:
 
     try:
         cfg = AutoConfig.for_model(model_type)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return "other", (f"AutoConfig.for_model raised {type(exc).__name__}",)
     text = text_config_of(cfg)
     if text is not cfg and getattr(text, "model_type", None) != model_type:
@@ -74,7 +82,7 @@ def classify(model_type: str) -> tuple[str, tuple]:
         return "other", (how,)
     try:
         pairing, note = _pairing(cfg, modules, cls)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return "other", (f"{cls.__name__} does not build from the default config ({type(exc).__name__})",)
     if pairing is None:
         return "other", (note,)
@@ -140,7 +148,8 @@ def mrope_facts(model_type: str) -> tuple[bool, tuple[int, ...] | None]:
 
 def partial_in_default(model_type: str) -> bool:
     modules = modeling_modules(model_type)
-    found = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
+    # Any: classes found by name in transformers' modules; the filter checks each defines the method
+    found: list[Any] = [c for c in hf_source.classes_named(modules, "RotaryEmbedding") if "compute_default_rope_parameters" in vars(c)]
     return any("partial_rotary_factor" in inspect.getsource(c.compute_default_rope_parameters) for c in found)
 
 

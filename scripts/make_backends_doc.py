@@ -29,8 +29,9 @@ import json
 import math
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
 NOTABLE = ("FAIL", "ERROR", "XFAIL", "XPASS")

@@ -6,6 +6,7 @@
 """
 import json
 from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 

@@ -17,8 +17,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _matches(diagnosis: dict[str, Any] | None) -> list[str]:
+    """The bug classes a result's diagnosis names (none when it has no diagnosis)."""
+    return list(diagnosis["matches"]) if diagnosis else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,13 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from bug_engines import BUGS, BugEngine
-    from judge_cases import smoke_cases
-
     from conformance.bugs.catalogue import BY_ID
     from conformance.bugs.facts import case_facts
     from conformance.declared import Interface
     from conformance.generated import materialize_all, plan_cases
     from conformance.runner import RunOptions, run_cases
+    from judge_cases import smoke_cases
 
     smoke = list(smoke_cases())
     lines = ["| bug (engine) | class | precision | exposing cases | caught (FAIL) | named | named alone | named wrong |",
@@ -50,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                 e.state["longest"] = 2**31
             rep = run_cases(e, exposing, RunOptions())
             fails = [r for r in rep.results if r.status == "FAIL"]
-            named = [r for r in fails if cid in r.diagnosis["matches"]]
-            alone = [r for r in named if r.diagnosis["matches"] == [cid]]
-            wrong = [r for r in fails if r.diagnosis["matches"] and cid not in r.diagnosis["matches"]]
+            named = [r for r in fails if cid in _matches(r.diagnosis)]
+            alone = [r for r in named if _matches(r.diagnosis) == [cid]]
+            wrong = [r for r in fails if _matches(r.diagnosis) and cid not in _matches(r.diagnosis)]
             row = [len(exposing), len(fails), len(named), len(alone), len(wrong)]
             totals = [a + b for a, b in zip(totals, row)]
             lines.append(f"| {bug} | `{cid}` | {precision} | " + " | ".join(str(x) for x in row) + " |")

@@ -93,6 +93,8 @@ def from_installed(seed: int) -> list[OnnxTest]:
         if not case.name.startswith(PREFIX) or case.name.endswith("_expanded"):
             continue
         attrs, names = _attributes(case.model)
+        if not case.data_sets:
+            raise RuntimeError(f"onnx test case {case.name} has no data set")
         (ins, outs) = case.data_sets[0]
         source = f"onnx {onnx.__version__} onnx.backend.test.case.node.collect_testcases('RotaryEmbedding'), np.random.seed({seed})"
         tests.append(OnnxTest(case.name, attrs, names, [np.asarray(a) for a in ins], np.asarray(outs[0]), source))
@@ -164,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="text appended to each case's description (e.g. the ONNX commit)")
     args = ap.parse_args(argv)
     try:
-        import onnx  # noqa: F401
+        import onnx  # noqa: F401 - imported only to check that onnx is installed
     except ImportError:
         print("onnx_rotary_cases: needs onnx (pip install 'roperef[onnx]')", file=sys.stderr)
         return 2

@@ -94,7 +94,7 @@ class _Freqs:
         i = np.arange(n, dtype=F)
         return (F(1) / np.power(F(theta), (F(2) * i / F(d)).astype(F))).astype(F)
 
-    def __call__(self, spec, seq_len: int) -> tuple[np.ndarray, float]:  # type: ignore[no-untyped-def]
+    def __call__(self, spec, seq_len: int) -> tuple[np.ndarray, float]:
         F, b = self.F, self.bug
         D, n = spec.head_dim, spec.rotary_dim // 2
         d = spec.freq_dim
@@ -129,7 +129,7 @@ class _Freqs:
             s = s * s
         return np.asarray(w, dtype=F), float(F(s))
 
-    def _kind(self, kind: str, spec, theta: float, d: int, n: int, seq_len: int) -> tuple[np.ndarray, float]:  # type: ignore[no-untyped-def]
+    def _kind(self, kind: str, spec, theta: float, d: int, n: int, seq_len: int) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
         factor = (2.0 * sc.factor if b == "factor-doubled" and sc.factor is not None else sc.factor)
         if kind == "default":
@@ -188,7 +188,7 @@ class _Freqs:
             return (w / F(1.0 if sc.factor is None else sc.factor)).astype(F), 1.0
         raise ValueError(kind)
 
-    def _yarn(self, spec, theta: float, d: int, n: int, factor: float) -> tuple[np.ndarray, float]:  # type: ignore[no-untyped-def]
+    def _yarn(self, spec, theta: float, d: int, n: int, factor: float) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
         L0 = sc.original_max_position_embeddings * (factor if b == "yarn-range-from-max" else 1)
         fast = 32.0 if sc.beta_fast is None else sc.beta_fast
@@ -239,7 +239,7 @@ def _pairs(D: int, r: int, start: int, pairing: str) -> tuple[np.ndarray, ...]:
     return read[0], read[1], write[0], write[1]
 
 
-def _axes(spec, layout: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _axes(spec, layout: str) -> np.ndarray:
     n = spec.rotary_dim // 2
     j = np.arange(n)
     if spec.mrope_section is not None:
@@ -261,7 +261,7 @@ class BugEngine(BaseBackend):
 
     bug: str = ""
     precision: str = "float32"
-    capabilities: Capabilities = field(default=None)  # type: ignore[assignment]
+    capabilities: Capabilities = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     state: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -274,7 +274,7 @@ class BugEngine(BaseBackend):
         self.freqs = _Freqs(self.F, self.bug)
 
     # --- positions
-    def _rows(self, spec, positions, cu) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def _rows(self, spec, positions, cu) -> np.ndarray:
         b = self.bug
         pos = np.asarray(positions, dtype=np.int64)
         if spec.n_axes == 1:
@@ -314,14 +314,14 @@ class BugEngine(BaseBackend):
             rows = rows[::-1].copy()
         return rows
 
-    def _seq_len(self, spec, rows_int) -> int:  # type: ignore[no-untyped-def]
+    def _seq_len(self, spec, rows_int) -> int:
         seq = max(int(np.max(rows_int)) + 1, 1) if np.size(rows_int) else 1
         if self.bug == "dynamic-stale" and spec.scaling.type == "dynamic":
             seq = self.state["longest"] = max(self.state.get("longest", 0), seq)
         return seq
 
     # --- tables
-    def _tables(self, spec, positions, cu=None, grid=None) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    def _tables(self, spec, positions, cu=None, grid=None) -> tuple[np.ndarray, np.ndarray]:
         F, b = self.F, self.bug
         rows = self._rows(spec, positions, cu)
         w, s = self.freqs(spec, self._seq_len(spec, np.asarray(positions)))
@@ -346,7 +346,7 @@ class BugEngine(BaseBackend):
         return cos, sin
 
     # --- rotation
-    def _layout(self, spec) -> tuple[np.ndarray, ...]:  # type: ignore[no-untyped-def]
+    def _layout(self, spec) -> tuple[np.ndarray, ...]:
         b = self.bug
         pairing, start = spec.pairing, spec.rotary_start
         if b == "pairing-swapped":
@@ -355,7 +355,7 @@ class BugEngine(BaseBackend):
             start = spec.head_dim - spec.rotary_dim if start == 0 else 0
         return _pairs(spec.head_dim, spec.rotary_dim, start, pairing)
 
-    def _rotate(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec, backward: bool, cu=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def _rotate(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec, backward: bool, cu=None) -> np.ndarray:
         F = self.F
         ia, ib, oa, ob = self._layout(spec)
         if backward:
@@ -375,16 +375,16 @@ class BugEngine(BaseBackend):
         return y
 
     # --- stages
-    def inv_freq(self, spec, seq_len):  # type: ignore[no-untyped-def]
+    def inv_freq(self, spec, seq_len):
         if self.bug == "dynamic-stale" and spec.scaling.type == "dynamic":
             seq_len = self.state["longest"] = max(self.state.get("longest", 0), seq_len)
         w, s = self.freqs(spec, seq_len)
         return w, s
 
-    def cos_sin(self, spec, positions):  # type: ignore[no-untyped-def]
+    def cos_sin(self, spec, positions):
         return self._tables(spec, positions)
 
-    def apply(self, x, cos, sin, spec):  # type: ignore[no-untyped-def]
+    def apply(self, x, cos, sin, spec):
         cos, sin = np.asarray(cos, dtype=np.float64), np.asarray(sin, dtype=np.float64)
         if self.bug in ("tables-bf16", "angles-bf16", "angles-bf16-all"):
             cos, sin = _round(cos, "bfloat16"), _round(sin, "bfloat16")
@@ -394,12 +394,12 @@ class BugEngine(BaseBackend):
             sin = -sin
         return self._rotate(np.asarray(x), cos, sin, spec, False)
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # type: ignore[no-untyped-def]
+    def forward(self, x, positions, spec, cu_seqlens=None):
         x = np.asarray(x)
         cos, sin = self._tables(spec, positions, cu_seqlens, x.shape[:-2])
         return self._rotate(x, cos, sin, spec, False, cu_seqlens)
 
-    def backward(self, grad, positions, spec, cu_seqlens=None):  # type: ignore[no-untyped-def]
+    def backward(self, grad, positions, spec, cu_seqlens=None):
         grad = np.asarray(grad)
         cos, sin = self._tables(spec, positions, cu_seqlens, grad.shape[:-2])
         return self._rotate(grad, cos, sin, spec, True, cu_seqlens)

@@ -58,7 +58,7 @@ def long_position_cases() -> list[GoldenCase]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def smoke_cases() -> tuple[GoldenCase, ...]:
     """The whole smoke catalogue, materialized in memory (float64 reference only)."""
     from conformance.cases import catalogue, materialize

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from bug_engines import BugEngine
 
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.case import GoldenCase
 from conformance.vocabulary import FEATURES
@@ -28,7 +28,7 @@ class NarrowEngine(BugEngine):
 
     rule: str = ""
 
-    def supports(self, case: GoldenCase) -> "bool | str":
+    def supports(self, case: GoldenCase) -> bool | str:
         base = super().supports(case)
         if base is not True:
             return base

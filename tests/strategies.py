@@ -17,8 +17,8 @@ Positions mix small values, odd large values and the ends of ``[-2^31, 2^31)``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from hypothesis import strategies as st
@@ -62,7 +62,7 @@ def _positive(lo: float, hi: float) -> st.SearchStrategy[float]:
 def scalings(draw: st.DrawFn, n_pairs: int, types: Sequence[str] = SCALING_TYPES) -> Scaling:
     """A valid Scaling of one of ``types`` for a spec with ``n_pairs`` pairs (all optional keys exercised)."""
     kind = draw(st.sampled_from(list(types)))
-    opt = lambda strategy: draw(st.none() | strategy)  # noqa: E731 - optional field
+    opt = lambda strategy: draw(st.none() | strategy)  # noqa: E731  # a one-line "optional field" strategy local to this draw
     if kind == "default":
         return Scaling()
     if kind == "linear":

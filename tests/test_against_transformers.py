@@ -24,10 +24,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from conformance.cases_catalog import presets_dir  # noqa: E402
-from roperef.frequencies import inv_freq  # noqa: E402
-from roperef.hf import spec_from_config  # noqa: E402
-from roperef.reference import forward  # noqa: E402
+from conformance.cases_catalog import presets_dir  # noqa: E402  # after the importorskip above
+from roperef.frequencies import inv_freq  # noqa: E402  # after the importorskip above
+from roperef.hf import spec_from_config  # noqa: E402  # after the importorskip above
+from roperef.reference import forward  # noqa: E402  # after the importorskip above
 
 U32 = 2.0**-24
 PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets

@@ -91,7 +91,8 @@ def test_file_without_name_lists_candidates(user_dir):
 
 def test_a_file_raising_at_import_is_reported(user_dir):
     (user_dir / "broken.py").write_text("import this_module_does_not_exist_xyz\n")
-    with pytest.raises(BackendError, match=r"executing kernels/broken\.py raised ModuleNotFoundError: No module named 'this_module_does_not_exist_xyz'"):
+    with pytest.raises(BackendError,
+                       match=r"executing kernels/broken\.py raised ModuleNotFoundError: No module named 'this_module_does_not_exist_xyz'"):
         resolve_backend("kernels/broken.py:X")
     (user_dir / "broken2.py").write_text("import this_module_does_not_exist_xyz\n")
     import os

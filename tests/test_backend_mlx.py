@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _adapter_checks import assert_close, assert_sensitive, make_case, require, smoke_results
 from conformance.backends import mlx as mlx_adapter
 from conformance.backends.mlx import MlxBackend
 from conformance.backends.mlx_lm import MlxLmBackend
 from conformance.xfail import xfail_path
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec, Scaling
-
-from _adapter_checks import assert_close, assert_sensitive, make_case, require, smoke_results
 
 SPECS = [
     RopeSpec(64),

@@ -7,17 +7,15 @@ static configuration costs a JIT compile.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
+from _adapter_checks import assert_close, assert_sensitive, make_case, require, smoke_results
 from conformance.backends import keras_hub as keras_adapter
 from conformance.backends import penzai as penzai_adapter
 from conformance.backends.keras_hub import KerasHubBackend
 from conformance.backends.penzai import PenzaiBackend
 from conformance.xfail import xfail_path
 from roperef.spec import RopeSpec, Scaling
-
-from _adapter_checks import assert_close, assert_sensitive, make_case, require, smoke_results
 
 YARN = RopeSpec(64, scaling=Scaling(type="yarn", factor=8.0, original_max_position_embeddings=2048))
 LLAMA3 = RopeSpec(

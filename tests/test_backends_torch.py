@@ -43,7 +43,7 @@ def need(*modules: str) -> None:
             pytest.importorskip(name)
 
 
-def backend(name: str):  # type: ignore[no-untyped-def]
+def backend(name: str):
     module, attr = BUILTIN_BACKENDS[name].split(":")
     return getattr(importlib.import_module(module), attr)()
 

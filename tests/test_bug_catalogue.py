@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bug_engines import BugEngine
-from judge_cases import smoke_cases
 
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import budget, run_decoy
@@ -18,6 +17,7 @@ from conformance.bugs.facts import Precision, case_facts
 from conformance.generated import materialize_all, plan_cases
 from conformance.tolerance import get_profile, resolve
 from conformance.vocabulary import STAGES
+from judge_cases import smoke_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 

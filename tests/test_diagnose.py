@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bug_engines import BugEngine
-from judge_cases import forward_case
 
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import run_decoy
@@ -15,6 +14,7 @@ from conformance.diagnose import diagnose
 from conformance.runner import RunOptions, run_cases
 from conformance.tolerance import get_profile, resolve
 from conformance.vocabulary import STAGES
+from judge_cases import forward_case
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from wrong_backends import Buggy
-from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions
 
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation
@@ -23,6 +21,8 @@ from conformance.explore_shrink import candidates
 from conformance.explore_specs import Interface
 from conformance.golden import load_golden
 from conformance.vocabulary import FEATURES, STAGES
+from wrong_backends import Buggy
+from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions
 
 
 def _draws(backend, seeds, dtypes=()):
@@ -150,7 +150,7 @@ class Declining(Float32Emulation):
 
     name: str = "declines-adjacent"
 
-    def supports(self, case):  # noqa: ANN001
+    def supports(self, case):
         base = super().supports(case)
         return "adjacent pairing is not implemented after all" if base is True and case.spec.pairing != "half" else base
 
@@ -167,10 +167,10 @@ class DeclinesAll(BaseBackend):
     name: str = "declines-all"
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(stages=frozenset({"forward"})))
 
-    def supports(self, case):  # noqa: ANN001
+    def supports(self, case):
         return "nothing works today"
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         raise AssertionError("never called")
 
 
@@ -272,7 +272,7 @@ def test_cli_everything_declined_exits_3(capsys, monkeypatch):
 class MissingLibrary(Float32Emulation):
     name: str = "needs-libfoo"
 
-    def library_reason(self):  # noqa: ANN201
+    def library_reason(self):
         return "libfoo not installed"
 
 

@@ -20,11 +20,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import POS_MAX, POS_MIN, float_arrays, position_values, positions_for, rope_cases, rope_specs
 
-from roperef import RopeSpec, Scaling
-from roperef import fast, reference
+from roperef import RopeSpec, Scaling, fast, reference
 from roperef.ulp import max_ulp_steps, ulp_steps
+from strategies import POS_MAX, POS_MIN, float_arrays, position_values, positions_for, rope_cases, rope_specs
 
 MAX_ULP = 0  # representable steps, i.e. bit for bit: both run the same IEEE operations in the same order (docs/spec.md 5a)
 # For tests that call the reference directly: scaling types whose every drawn spec is computable
@@ -169,7 +168,8 @@ def test_float32_in_and_out(case):
     buf = np.empty(x32.shape, dtype=np.float32)
     assert fast.forward(x32, pos, spec, out=buf) is buf
     assert_close_ulp(buf, want32, "f32 out= buffer")
-    assert_close_ulp(fast.forward(case.x, pos, spec, out_dtype="float32"), reference.forward(case.x, pos, spec, out_dtype="float32"), "f64 in, f32 out")
+    assert_close_ulp(fast.forward(case.x, pos, spec, out_dtype="float32"), reference.forward(case.x, pos, spec, out_dtype="float32"),
+                     "f64 in, f32 out")
 
 
 @settings(max_examples=15)
@@ -188,7 +188,8 @@ def test_out_buffer_and_input_untouched(case):
 
 
 @settings(max_examples=20)
-@given(rope_cases(specs=rope_specs(kinds=("plain",), scaling_types=SAFE_SCALINGS, max_head_dim=40), max_heads=2), st.sampled_from([np.float64, np.float32]))
+@given(rope_cases(specs=rope_specs(kinds=("plain",), scaling_types=SAFE_SCALINGS, max_head_dim=40), max_heads=2),
+       st.sampled_from([np.float64, np.float32]))
 def test_pass_through_channels_bit_exact(case, dtype):
     spec, pos = case.spec, case.positions
     x = case.x.astype(dtype)

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from fast_paths import assert_same_and_close, settings, two_paths
 from hypothesis import given
 from hypothesis import settings as examples
-from strategies import rope_cases, rope_specs
 
+from fast_paths import assert_same_and_close, settings, two_paths
 from roperef import RopeSpec, fast, reference
 from roperef.ulp import max_ulp_steps
+from strategies import rope_cases, rope_specs
 
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 
@@ -73,7 +73,7 @@ def test_forward_backward_shared_equal_per_token(case):
     pos = np.concatenate([pos, np.take(pos, [0], axis=batch_axis)], axis=batch_axis)
     for fn in ("forward", "backward"):
         want = getattr(reference, fn)(x, pos, spec)
-        shared, per_token = both_paths(lambda: getattr(fast, fn)(x, pos, spec))
+        shared, per_token = both_paths(lambda fn=fn: getattr(fast, fn)(x, pos, spec))
         assert_same_and_close(shared, per_token, want, fn)
     x32 = x.astype(np.float32)
     want = reference.forward(x32, pos, spec, out_dtype=np.float32)

@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from fast_paths import assert_same_and_close, settings, two_paths
 from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
-from strategies import rope_cases, rope_specs
 
+from fast_paths import assert_same_and_close, settings, two_paths
 from roperef import RopeSpec, fast, reference
 from roperef.ulp import max_ulp_steps
+from strategies import rope_cases, rope_specs
 
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 BIG = (1, 1024, 16, 128)  # float64: exactly 16 MiB
@@ -103,7 +103,7 @@ def test_forward_backward_streamed_equal_ordinary(case):
     spec, x, pos = case.spec, case.x, case.positions
     for fn in ("forward", "backward"):
         want = getattr(reference, fn)(x, pos, spec)
-        streamed, ordinary = both_paths(lambda: getattr(fast, fn)(x, pos, spec))
+        streamed, ordinary = both_paths(lambda fn=fn: getattr(fast, fn)(x, pos, spec))
         assert_same_and_close(streamed, ordinary, want, fn)
 
 

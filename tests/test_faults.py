@@ -184,9 +184,9 @@ def _interrupt(tmp_path, golden, *extra):
     proc.send_signal(signal.SIGINT)
     try:
         out, err = proc.communicate(timeout=60)  # a hang detector, not a speed requirement
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         proc.kill()
-        raise AssertionError("roperef check did not stop within 60 s of Ctrl-C")
+        raise AssertionError("roperef check did not stop within 60 s of Ctrl-C") from exc
     return proc.returncode, out + err, report
 
 

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes  # noqa: F401 - imported before the ufuncs are patched (it registers loops on np.power)
+import ml_dtypes  # noqa: F401  # imported before the ufuncs are patched (it registers loops on np.power)
 import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roperef import RopeSpec, fast, reference
-from roperef.frequencies import inv_freq
-
 from conformance.exact_model import mp_inv_freq
 from conformance.golden import default_golden_dir, verify_golden
-
+from roperef import RopeSpec, fast, reference
+from roperef.frequencies import inv_freq
 from strategies import rope_specs
 
 mpf = mpmath.mpf

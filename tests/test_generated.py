@@ -7,10 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from bug_engines import BugEngine
-from judge_cases import smoke_cases
-from narrow_backends import NarrowEngine
 
+from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import CATALOGUE
 from conformance.check_sources import attach_sections, with_generated
@@ -20,6 +18,8 @@ from conformance.generated import materialize_all, materialize_generated, plan_c
 from conformance.generated_positions import COVERAGE_REGIMES, REGIMES
 from conformance.generated_specs import SPEC_VARIANTS
 from conformance.runner import RunOptions, run_cases
+from judge_cases import smoke_cases
+from narrow_backends import NarrowEngine
 from roperef import reference
 from roperef.ulp import max_ulp_error
 

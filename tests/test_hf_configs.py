@@ -21,7 +21,6 @@ from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, NoRopeError, load_config, model_rope, spec_from_config
 from roperef.spec import RopeSpec
 
-
 PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
 MALFORMED = Path(__file__).resolve().parent / "data" / "malformed_configs"
 
@@ -346,9 +345,9 @@ def test_annotations_ignored_and_file_loading(tmp_path):
 
 def test_bad_call_arguments(tmp_path):
     with pytest.raises(TypeError, match="config"):
-        spec_from_config(42)  # type: ignore[arg-type]
+        spec_from_config(42)  # type: ignore[arg-type]  # deliberately the wrong type: the error is under test
     with pytest.raises(TypeError, match="quirks"):
-        spec_from_config(LLAMA, quirks={"x": 1})  # type: ignore[arg-type]
+        spec_from_config(LLAMA, quirks={"x": 1})  # type: ignore[arg-type]  # deliberately the wrong type: the error is under test
     with pytest.raises(FileNotFoundError, match="config"):
         spec_from_config(tmp_path / "missing.json")
     (tmp_path / "broken.json").write_text("{not json")

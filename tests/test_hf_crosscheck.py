@@ -24,7 +24,7 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
 
-from conformance.hf_crosscheck import cross_check, render  # noqa: E402
+from conformance.hf_crosscheck import cross_check, render
 
 PRESETS = presets_dir()
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,13 +8,13 @@ pass-through channel touched); the inverse diagnosis must say what happened in w
 from __future__ import annotations
 
 import numpy as np
-from judge_cases import forward_case
 
 from conformance.backends.base import Capabilities
 from conformance.diagnose import diagnose
 from conformance.inverse import inverse_diagnosis
 from conformance.tolerance import get_profile, resolve
 from conformance.vocabulary import STAGES
+from judge_cases import forward_case
 from roperef import reference
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map

@@ -120,7 +120,7 @@ def test_fused_pass_counts_non_finite_outputs_as_a_fail():
     class NanAt(Float32Emulation):
         name: str = "nan-late"
 
-        def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+        def forward(self, x, positions, spec, cu_seqlens=None):
             y = super().forward(x, positions, spec)
             if positions[0, 0] >= 8192:
                 y[0, 3, 0, 1] = np.nan
@@ -138,12 +138,12 @@ class Misbehaving(Float32Emulation):
     how: str = ""
     name: str = "misbehaving"
 
-    def supports(self, case):  # noqa: ANN001
+    def supports(self, case):
         if self.how == "decline-late" and case.positions[0, 0] >= 4096:
             return "positions past 4095 are not supported"
         return super().supports(case)
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         if self.how == "raise" and positions[0, 0] > 0:
             raise RuntimeError("kernel launch failed")
         if self.how == "shape":

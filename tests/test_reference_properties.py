@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import float_arrays, grids, positions_for, rope_cases, rope_specs
 
 from roperef import RopeSpec, Scaling
 from roperef.frequencies import inv_freq
 from roperef.reference import apply, backward, cos_sin, forward
+from strategies import float_arrays, grids, positions_for, rope_cases, rope_specs
 
 U = 2.0**-53
 

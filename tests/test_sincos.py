@@ -101,7 +101,7 @@ def test_numba_twin_is_bit_identical(shape):
     from roperef.fast_sincos import sincos as sincos_nb
 
     @njit
-    def run(hi, lo, cos, sin):  # type: ignore[no-untyped-def]
+    def run(hi, lo, cos, sin):
         for k in range(hi.size):
             cos[k], sin[k] = sincos_nb(hi[k], lo[k])
 

@@ -14,9 +14,9 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import rope_specs, scalings
 
 from roperef import RopeSpec, Scaling
+from strategies import rope_specs, scalings
 
 NAN, INF = float("nan"), float("inf")
 
@@ -321,9 +321,9 @@ def test_to_dict_content():
 @given(rope_specs())
 def test_frozen_and_hashable(spec):
     with pytest.raises(dataclasses.FrozenInstanceError):
-        spec.theta = 1.0  # type: ignore[misc]
+        spec.theta = 1.0  # type: ignore[misc]  # assigning to the frozen dataclass is what is under test
     with pytest.raises(dataclasses.FrozenInstanceError):
-        spec.scaling.factor = 2.0  # type: ignore[misc]
+        spec.scaling.factor = 2.0  # type: ignore[misc]  # assigning to the frozen dataclass is what is under test
     assert len({spec, RopeSpec.from_dict(spec.to_dict())}) == 1
     assert {spec: 1}[RopeSpec.from_dict(spec.to_dict())] == 1
 

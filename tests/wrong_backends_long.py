@@ -45,7 +45,7 @@ class CachedTableBackend(Float32Emulation):
         dtypes=frozenset({"float32", "bfloat16"}), scaling_types=frozenset({"default"}), features=_OFFSET_ONLY,
         angle_dtype="float32", table_dtype="float32", notes="cos/sin cache of 2^17 rows, index clamped"))
 
-    def _tables_for(self, spec, positions, grid):  # noqa: ANN001
+    def _tables_for(self, spec, positions, grid):
         p0 = _offset(positions)
         rows = np.minimum(p0 + np.arange(grid[-1], dtype=np.int64), self.max_positions - 1)  # the clamp
         w, s = float32_inv_freq(spec, self.max_positions)
@@ -54,12 +54,12 @@ class CachedTableBackend(Float32Emulation):
         sin = (np.sin(phi).astype(F32) * s).astype(F32)
         return np.broadcast_to(cos, (*grid, cos.shape[-1])), np.broadcast_to(sin, (*grid, sin.shape[-1]))
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         x = np.asarray(x)
         cos, sin = self._tables_for(spec, positions, x.shape[:-2])
         return self._rotate(x, cos, sin, spec, False)
 
-    def backward(self, grad, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def backward(self, grad, positions, spec, cu_seqlens=None):
         grad = np.asarray(grad)
         cos, sin = self._tables_for(spec, positions, grad.shape[:-2])
         return self._rotate(grad, cos, sin, spec, True)
@@ -75,7 +75,7 @@ class OffsetOnlyBf16Positions(Float32Emulation):
         scaling_types=frozenset({"default", "linear"}), features=_OFFSET_ONLY, angle_dtype="float32",
         table_dtype="float32", notes="positions = arange(T, dtype=x.dtype) + offset"))
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         x = np.asarray(x)
         p0 = _offset(positions)
         t = (np.arange(x.shape[1]).astype(x.dtype) + np.asarray(p0).astype(x.dtype)).astype(np.float64)  # the bug
@@ -92,13 +92,13 @@ class CorrectOffsetOnly(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
         stages=frozenset({"forward", "backward"}), features=_OFFSET_ONLY, angle_dtype="float64", table_dtype="float64"))
 
-    def forward(self, x, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def forward(self, x, positions, spec, cu_seqlens=None):
         from roperef import fast
 
         _offset(positions)
         return fast.forward(x, positions, spec)
 
-    def backward(self, grad, positions, spec, cu_seqlens=None):  # noqa: ANN001
+    def backward(self, grad, positions, spec, cu_seqlens=None):
         from roperef import fast
 
         _offset(positions)

@@ -18,7 +18,7 @@ string, never raises, for anything outside the declared capabilities.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
@@ -71,7 +71,7 @@ class Backend(Protocol):
     name: str
     capabilities: Capabilities
 
-    def supports(self, case: GoldenCase) -> "bool | str": ...
+    def supports(self, case: GoldenCase) -> bool | str: ...
 
 
 def backend_stages(backend: object) -> frozenset[str]:
@@ -101,6 +101,8 @@ class BaseBackend:
 
     name: str = None  # type: ignore[assignment]  # None: the class attribute, else the class name
     capabilities: Capabilities = None  # type: ignore[assignment]  # None: the class attribute, else assumed
+    #: True when no capabilities were declared and :func:`assumed_capabilities` supplied them
+    capabilities_assumed: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         cls = type(self)
@@ -120,7 +122,7 @@ class BaseBackend:
                 "conformance.backends.base.Capabilities"
             )
 
-    def supports(self, case: GoldenCase) -> "bool | str":
+    def supports(self, case: GoldenCase) -> bool | str:
         caps = self.capabilities
         if case.stage not in caps.stages or case.stage not in backend_stages(self):
             return f"stage {case.stage} not implemented"
@@ -135,11 +137,11 @@ class BaseBackend:
             return f"needs {', '.join(missing)}"
         return self.library_reason() or self.case_reason(case) or True
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         """Why the implementation cannot run here at all (library not installed, no GPU), or None."""
         return None
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         """Why this particular case cannot be expressed (beyond the capabilities), or None.
 
         Called only after the capabilities and :meth:`library_reason` accepted the case, so it may

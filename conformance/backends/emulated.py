@@ -59,7 +59,7 @@ class Float32Emulation(BaseBackend):
 
     name: str = "emulated-fp32"
     tables: str = "float32"
-    capabilities: Capabilities = field(default=None)  # type: ignore[assignment]
+    capabilities: Capabilities = field(default=None)  # type: ignore[assignment]  # None: built from tables in __post_init__
 
     def __post_init__(self) -> None:
         if self.tables not in ("float32", "input"):

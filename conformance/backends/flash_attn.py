@@ -51,14 +51,16 @@ class FlashAttnBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("flash_attn")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.spec.head_dim > 256:
             return "flash-attn's rotary kernel supports head_dim <= 256"
         if case.stage in ("forward", "backward"):
             x = case.arrays.get("x", case.arrays.get("grad"))
+            if x is None:  # not reached: forward and backward cases carry x or grad
+                return "the case has no x or grad array"
             if sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens")) is None:
                 return "positions must be p0 + arange(len) per sequence (seqlen_offsets)"
         return None
@@ -88,7 +90,7 @@ class FlashAttnBackend(BaseBackend):
             rows = int((offs + lengths).max())
         else:
             kw, rows = {}, int(offs.max()) + arr.shape[1]
-        rope = RotaryEmbedding(spec.rotary_dim, base=spec.theta, interleaved=spec.pairing == "adjacent",
+        rope = RotaryEmbedding(spec.resolved_rotary_dim, base=spec.theta, interleaved=spec.pairing == "adjacent",
                                device=self.device)
         rope._update_cos_sin_cache(rows, device=torch.device(self.device), dtype=torch_dtype(str(arr.dtype)))
         cos, sin = rope._cos_cached, rope._sin_cached

@@ -63,7 +63,7 @@ def _source_file() -> Path | None:
     return None
 
 
-def kernel_module() -> "ModuleType | str":
+def kernel_module() -> ModuleType | str:
     """flash-attn's ``ops/triton/rotary.py`` as a module, or the reason it is unavailable."""
     if missing("flash_attn") is None:
         try:
@@ -83,9 +83,11 @@ def kernel_module() -> "ModuleType | str":
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    if spec is None or spec.loader is None:
+        return f"{path}: Python cannot load it as a module"
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    spec.loader.exec_module(module)
     return module
 
 
@@ -104,12 +106,14 @@ class FlashAttnTritonBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "triton")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if missing("flash_attn") and _source_file() is None:
-            return kernel_module()  # type: ignore[return-value]
+            found = kernel_module()  # a reason (str) here: no flash_attn and no source file
+            if isinstance(found, str):
+                return found
         import torch
 
         if not torch.cuda.is_available():

@@ -58,12 +58,12 @@ _HF_SCALING = frozenset(SCALING_TYPES) - {"ntk"}  # transformers has no fixed-NT
 
 def _odd_freq_ok(spec: RopeSpec) -> bool:
     """HF derives the width from ``d = int(D*rho)`` as ``2*ceil(d/2)``; other (d, r) pairs are not expressible."""
-    return (spec.freq_dim + 1) // 2 == spec.n_pairs  # type: ignore[operator]
+    return (spec.resolved_freq_dim + 1) // 2 == spec.n_pairs
 
 
-def route(spec: RopeSpec, forced: str | None = None) -> "Family | str":
+def route(spec: RopeSpec, forced: str | None = None) -> Family | str:
     """The HF family that implements ``spec``, or the reason none does."""
-    D, r, start, d = spec.head_dim, spec.rotary_dim, spec.rotary_start, spec.freq_dim
+    D, r, start, d = spec.head_dim, spec.resolved_rotary_dim, spec.rotary_start, spec.resolved_freq_dim
     sc = spec.scaling.type
     full = r == D and start == 0 and d == r
     if forced == "gptj":
@@ -131,10 +131,10 @@ class HFBackend(BaseBackend):
     )
 
     # ---- supports ---------------------------------------------------------------------------
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "transformers")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         fam = route(case.spec, self.forced_family)
         if isinstance(fam, str):
             return fam

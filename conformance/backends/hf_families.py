@@ -69,7 +69,7 @@ def rope_parameters(spec: RopeSpec, head_dim_for_freq: int | None = None) -> dic
             continue
         out[key] = value
     if sc.type != "proportional" and head_dim_for_freq is not None and spec.freq_dim != head_dim_for_freq:
-        out["partial_rotary_factor"] = partial_factor(head_dim_for_freq, spec.freq_dim)  # type: ignore[arg-type]
+        out["partial_rotary_factor"] = partial_factor(head_dim_for_freq, spec.resolved_freq_dim)
     return out
 
 
@@ -78,7 +78,7 @@ def _max_positions(spec: RopeSpec) -> int:
     if sc.max_position_embeddings is not None:
         return sc.max_position_embeddings
     if sc.type == "yarn" and sc.original_max_position_embeddings:  # HF warns unless M = factor * L0
-        return max(_DEFAULT_M, int(sc.factor * sc.original_max_position_embeddings))  # type: ignore[operator]
+        return max(_DEFAULT_M, int(sc.given("factor") * sc.original_max_position_embeddings))
     return max(_DEFAULT_M, 2 * (sc.original_max_position_embeddings or 0))  # M > L0 (HF warns otherwise)
 
 
@@ -104,7 +104,7 @@ class Family:
         """The family's config object for ``spec`` (one attention head of width ``head_dim``)."""
         import transformers
 
-        D, r = spec.head_dim, spec.rotary_dim
+        D, r = spec.head_dim, spec.resolved_rotary_dim
         M = max_positions or _max_positions(spec)
         k = self.key
         if k == "llama":
@@ -115,12 +115,12 @@ class Family:
         if k == "gpt_neox":
             return transformers.GPTNeoXConfig(
                 hidden_size=D, num_attention_heads=1, max_position_embeddings=M,
-                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)},
+                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)},
             )
         if k == "glm":
             return transformers.GlmConfig(
                 hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M,
-                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)},
+                rope_parameters=rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)},
             )
         if k == "cohere":
             return transformers.CohereConfig(
@@ -131,7 +131,7 @@ class Family:
             extra: dict[str, Any] = {}
             if sc.original_max_position_embeddings is not None:
                 extra["original_max_position_embeddings"] = sc.original_max_position_embeddings
-            rp = rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.freq_dim)}
+            rp = rope_parameters(spec, D) | {"partial_rotary_factor": partial_factor(D, spec.resolved_freq_dim)}
             return transformers.Phi3Config(
                 hidden_size=D, num_attention_heads=1, max_position_embeddings=M, rope_parameters=rp, **extra
             )
@@ -143,7 +143,7 @@ class Family:
         if k == "gemma4":
             from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
-            return Gemma4TextConfig(
+            return Gemma4TextConfig(  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
                 hidden_size=D, num_attention_heads=1, head_dim=D, global_head_dim=D, max_position_embeddings=M,
                 num_hidden_layers=1, layer_types=["full_attention"],
                 rope_parameters={"full_attention": rope_parameters(spec, D)},
@@ -159,7 +159,7 @@ class Family:
             rp = rope_parameters(spec, D) | {"mrope_section": list(spec.mrope_section or ())}
             if k == "qwen3_vl":
                 rp["mrope_interleaved"] = True
-            return cls(hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M, rope_parameters=rp)
+            return cls(hidden_size=D, num_attention_heads=1, head_dim=D, max_position_embeddings=M, rope_parameters=rp)  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
         if k == "qwen2_vl_vision":
             from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
 
@@ -167,7 +167,7 @@ class Family:
                 embed_dim=D, num_heads=1, rope_parameters={"rope_type": "axial", "rope_theta": spec.theta}
             )
         if k == "pixtral":
-            return transformers.PixtralVisionConfig(
+            return transformers.PixtralVisionConfig(  # type: ignore[call-arg]  # transformers configs take extra keys through **kwargs; mypy sees only the dataclass fields
                 hidden_size=D, num_attention_heads=1, head_dim=D,
                 rope_parameters={"rope_type": "axial", "rope_theta": spec.theta},
             )
@@ -232,7 +232,7 @@ class Family:
         import torch
 
         fn = getattr(self.mod(), self.apply_fn)
-        D, r = spec.head_dim, spec.rotary_dim
+        D, r = spec.head_dim, spec.resolved_rotary_dim
         if self.key == "qwen2_vl_vision":
             return fn(x, x, cos, sin)[0]
         if self.key == "pixtral":
@@ -244,7 +244,7 @@ class Family:
         if self.key == "deepseek_v3":  # DeepseekV3Attention: q = cat([q_pass, q_rot]); rope part last
             rot = x[..., D - r :]
             if spec.pairing == "adjacent_in_half_out":
-                y = getattr(self.mod(), "apply_rotary_pos_emb_interleave")(rot, rot, cos, sin, unsqueeze_dim=2)[0]
+                y = self.mod().apply_rotary_pos_emb_interleave(rot, rot, cos, sin, unsqueeze_dim=2)[0]
             else:
                 y = fn(rot, rot, cos, sin, unsqueeze_dim=2)[0]
             return torch.cat([x[..., : D - r], y], dim=-1)

@@ -10,7 +10,8 @@ float32 anyway; a position outside int32 is refused by ``supports``.
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -107,7 +107,7 @@ def _make_layer(spec: RopeSpec, dtype: str) -> Any:
             dtype=dtype,
         )
     factor = 1.0 if sc.type == "default" else sc.factor
-    denominator = None if spec.freq_dim == spec.rotary_dim else spec.freq_dim
+    denominator = None if spec.resolved_freq_dim == spec.resolved_rotary_dim else spec.resolved_freq_dim
     return RotaryEmbedding(
         max_wavelength=spec.theta, scaling_factor=factor, rope_type="linear", denominator_dim=denominator, dtype=dtype
     )
@@ -119,10 +119,10 @@ class KerasHubBackend(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return _keras_backend_reason()
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         sc, spec = case.spec.scaling, case.spec
         if sc.type == "yarn":
             if sc.attention_factor is not None:
@@ -140,7 +140,7 @@ class KerasHubBackend(BaseBackend):
     def _fn(self, spec: RopeSpec, dtype: str, backward: bool) -> Any:
         def build() -> Any:
             layer = _make_layer(spec, dtype)
-            lo, hi = spec.rotary_start, spec.rotary_start + spec.rotary_dim
+            lo, hi = spec.rotary_start, spec.rotary_start + spec.resolved_rotary_dim
 
             def forward(x: Any, pos: Any) -> Any:
                 import jax.numpy as jnp

@@ -77,10 +77,10 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "triton", "liger_kernel") or ensure_triton_backend()
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.dtype == "bfloat16" and interpreted():
             return "Triton interpreter (CPU): bfloat16 arithmetic is wrong in triton 3.9 (docs/backends-torch.md)"
         if case.stage != "apply":
@@ -103,7 +103,7 @@ class LigerBackend(TorchFunctionStages, BaseBackend):
         bt = grid if len(grid) == 2 else (1, int(np.prod(grid)))
         q = xt.reshape(*bt, *shape[-2:]).transpose(1, 2)
         k = q.detach().clone()  # the kernel rotates q and k in one launch; only q is returned
-        y, _ = LigerRopeFunction.apply(q, k, cos.reshape(*bt, r), sin.reshape(*bt, r), None, 1, spec.rotary_dim)
+        y, _ = LigerRopeFunction.apply(q, k, cos.reshape(*bt, r), sin.reshape(*bt, r), None, 1, spec.resolved_rotary_dim)
         return y.transpose(1, 2).reshape(shape)
 
     def apply(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, spec: RopeSpec) -> np.ndarray:

@@ -57,10 +57,10 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "litgpt")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         sc = case.spec.scaling
         if sc.type == "yarn" and sc.attention_factor is not None:
             return "litgpt's YaRN has no attention_factor key (it derives the scaling from mscale only)"
@@ -72,8 +72,9 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         sc = spec.scaling
         kw: dict[str, Any] = {"n_elem": spec.rotary_dim, "base": spec.theta}
         if sc.type == "linear":
-            if float(sc.factor).is_integer():  # type: ignore[arg-type]
-                kw["condense_ratio"] = int(sc.factor)  # type: ignore[arg-type]
+            factor = sc.given("factor")
+            if factor.is_integer():
+                kw["condense_ratio"] = int(factor)
             else:
                 kw["extra_config"] = {"factor": sc.factor}
         elif sc.type == "llama3":
@@ -110,7 +111,7 @@ class LitGPTBackend(TorchFunctionStages, BaseBackend):
         import torch
         from litgpt.model import apply_rope, apply_rope_interleave
 
-        shape, r = xt.shape, spec.rotary_dim
+        shape, r = xt.shape, spec.resolved_rotary_dim
         grid = tuple(shape[:-2])
         bt = grid if len(grid) == 2 else (1, int(np.prod(grid)))
         q = xt.reshape(*bt, *shape[-2:]).transpose(1, 2)  # (B, nh, T, hs)

@@ -80,7 +80,8 @@ def _attribute(module: ModuleType, attr: str, selector: str, where: str) -> Any:
             found = backend_candidates(module)
             close = difflib.get_close_matches(attr, [c.split(" ")[0] for c in found], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            listing = f" Backend candidates in it: {', '.join(found)}." if found else " It defines no class, function or instance with a stage method."
+            listing = (f" Backend candidates in it: {', '.join(found)}." if found
+                       else " It defines no class, function or instance with a stage method.")
             raise LoadError(f"backend {selector!r}: {where} has no attribute {attr!r}{hint}{listing}")
         obj = getattr(obj, part)
     return obj
@@ -156,9 +157,9 @@ def _import_module(module_name: str, selector: str) -> ModuleType:
         importlib.invalidate_caches()
         try:
             return importlib.import_module(module_name)
-        except Exception as exc2:  # noqa: BLE001 - user code failing at import is reported, not raised
+        except Exception as exc2:
             raise LoadError(f"backend {selector!r}: importing {local} raised {type(exc2).__name__}: {exc2}") from None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise LoadError(f"backend {selector!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
 
 

@@ -117,10 +117,10 @@ class MlxBackend(BaseBackend):
     name: str = "mlx"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing_modules("mlx")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         offs = case_offsets(case)
         return offs if isinstance(offs, str) else None
 
@@ -128,15 +128,15 @@ class MlxBackend(BaseBackend):
         import mlx.core as mx
 
         kind, traditional = spec.scaling.type, spec.pairing == "adjacent"
-        plain = spec.freq_dim == spec.rotary_dim
+        plain = spec.resolved_freq_dim == spec.resolved_rotary_dim
         if kind in ("default", "linear") and plain:
-            scale = 1.0 if kind == "default" else 1.0 / spec.scaling.factor
+            scale = 1.0 if kind == "default" else 1.0 / spec.scaling.given("factor")
             return lambda a, off: mx.fast.rope(
-                a, spec.rotary_dim, traditional=traditional, base=spec.theta, scale=scale, offset=off
+                a, spec.resolved_rotary_dim, traditional=traditional, base=spec.theta, scale=scale, offset=off
             )
         freqs = mx.array(_periods(spec, seq_len))
         return lambda a, off: mx.fast.rope(
-            a, spec.rotary_dim, traditional=traditional, base=None, scale=1.0, offset=off, freqs=freqs
+            a, spec.resolved_rotary_dim, traditional=traditional, base=None, scale=1.0, offset=off, freqs=freqs
         )
 
     def _run(self, x: np.ndarray, positions: Any, spec: RopeSpec, cu_seqlens: Any, backward: bool) -> np.ndarray:

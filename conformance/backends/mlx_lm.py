@@ -62,7 +62,8 @@ def hf_scaling_config(spec: RopeSpec) -> tuple[dict[str, Any] | None, int | None
     cfg["rope_type"] = cfg.pop("type")
     m = cfg.pop("max_position_embeddings", None)
     if sc.type == "longrope" and m is None:
-        m = int(round(sc.factor * sc.original_max_position_embeddings))  # type: ignore[operator]
+        # Scaling requires factor when longrope has no max_position_embeddings
+        m = int(round(sc.given("factor") * sc.given_int("original_max_position_embeddings")))
     return cfg, m
 
 
@@ -71,10 +72,10 @@ class MlxLmBackend(BaseBackend):
     name: str = "mlx-lm"
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing_modules("mlx", "mlx_lm")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         offs = case_offsets(case)
         if isinstance(offs, str):
             return offs
@@ -88,7 +89,7 @@ class MlxLmBackend(BaseBackend):
         from mlx_lm.models.rope_utils import initialize_rope
 
         cfg, m = hf_scaling_config(spec)
-        layer = initialize_rope(spec.rotary_dim, spec.theta, spec.pairing == "adjacent", cfg, m)
+        layer = initialize_rope(spec.resolved_rotary_dim, spec.theta, spec.pairing == "adjacent", cfg, m)
         if scalar_offset:
             return lambda a, off: layer(a, offset=int(off[0].item()))
         return lambda a, off: layer(a, offset=off)

@@ -42,14 +42,14 @@ class OnnxReferenceBackend(BaseBackend):
     libraries: tuple[str, ...] = ("onnx",)
     _evaluators: dict[Any, Any] = field(default_factory=dict, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("onnx")
 
-    def case_reason(self, case: Any) -> "str | None":
+    def case_reason(self, case: Any) -> str | None:
         return cache_rows_reason(case.positions) if case.stage == "forward" else None
 
     def _evaluator(self, dtype: str, spec: RopeSpec, heads: int, with_positions: bool) -> Any:
-        key = (dtype, spec.head_dim, spec.rotary_dim, spec.pairing, heads, with_positions)
+        key = (dtype, spec.head_dim, spec.resolved_rotary_dim, spec.pairing, heads, with_positions)
         if key not in self._evaluators:
             from onnx.reference import ReferenceEvaluator
 

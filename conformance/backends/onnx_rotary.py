@@ -72,7 +72,7 @@ def standard_model(dtype: str, spec: RopeSpec, heads: int, *, with_positions: bo
     if spec.rotary_dim != spec.head_dim:
         attrs["rotary_embedding_dim"] = spec.rotary_dim
     node = helper.make_node("RotaryEmbedding", names, ["output"], **attrs)
-    cache_shape = ["rows", spec.n_pairs] if with_positions else ["B", "S", spec.n_pairs]
+    cache_shape: list[str | int] = ["rows", spec.n_pairs] if with_positions else ["B", "S", spec.n_pairs]
     inputs = [
         helper.make_tensor_value_info("input", elem, ["B", heads, "S", spec.head_dim]),
         helper.make_tensor_value_info("cos_cache", elem, cache_shape),

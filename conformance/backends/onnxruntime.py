@@ -75,10 +75,10 @@ class OnnxRuntimeBackend(BaseBackend):
     _sessions: dict[Any, Any] = field(default_factory=dict, repr=False)
     _dtype_reasons: dict[str, str | None] = field(default_factory=dict, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("onnx", "onnxruntime")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.dtype == "bfloat16":
             reason = self._dtype_reason("bfloat16")
             if reason:
@@ -94,7 +94,7 @@ class OnnxRuntimeBackend(BaseBackend):
         return standard_model(dtype, spec, heads, with_positions=with_positions)
 
     def _session(self, dtype: str, spec: RopeSpec, heads: int, with_positions: bool) -> Any:
-        key = (dtype, spec.head_dim, spec.rotary_dim, spec.pairing, heads, with_positions)
+        key = (dtype, spec.head_dim, spec.resolved_rotary_dim, spec.pairing, heads, with_positions)
         if key not in self._sessions:
             import onnxruntime as ort
 
@@ -105,7 +105,7 @@ class OnnxRuntimeBackend(BaseBackend):
             self._sessions[key] = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         return self._sessions[key]
 
-    def _dtype_reason(self, dtype: str) -> "str | None":
+    def _dtype_reason(self, dtype: str) -> str | None:
         """Whether this onnxruntime build has a CPU kernel for ``dtype`` (probed once: a session is built)."""
         if dtype not in self._dtype_reasons:
             import onnxruntime as ort
@@ -113,7 +113,7 @@ class OnnxRuntimeBackend(BaseBackend):
             try:
                 self._session(dtype, RopeSpec(head_dim=4), 1, True)
                 self._dtype_reasons[dtype] = None
-            except Exception as exc:  # noqa: BLE001 - the runtime's own words become the reason
+            except Exception as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 self._dtype_reasons[dtype] = (
                     f"onnxruntime {ort.__version__} CPU has no {dtype} kernel for "

@@ -68,10 +68,10 @@ class PenzaiBackend(BaseBackend):
     capabilities: Capabilities = field(default_factory=lambda: _CAPS)
     _jit: JitCache = field(default_factory=JitCache, repr=False)
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing_modules("jax", "penzai")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if not positions_fit_int32(case.positions):
             return "positions beyond int32 (JAX default integer width)"
         return None

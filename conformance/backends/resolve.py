@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..case import GoldenCase
 from ..vocabulary import STAGES
@@ -50,7 +51,7 @@ class Adapted(BaseBackend):
             return getattr(self.inner, item)
         raise AttributeError(item)
 
-    def supports(self, case: GoldenCase) -> "bool | str":
+    def supports(self, case: GoldenCase) -> bool | str:
         own = getattr(self.inner, "supports", None)
         if callable(own):
             verdict = own(case)
@@ -70,7 +71,7 @@ def _instantiate(obj: Any, selector: str, options: Mapping[str, Any]) -> Any:
     if inspect.isclass(obj) or (callable(obj) and inspect.isfunction(obj)):
         try:
             return obj(**options)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             kind = "class" if inspect.isclass(obj) else "factory"
             raise BackendError(f"backend {selector!r}: calling the {kind} raised {type(exc).__name__}: {exc}") from None
     return obj

@@ -64,15 +64,16 @@ class RotaryEmbeddingTorchBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "rotary_embedding_torch")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         if case.spec.scaling.type == "linear":
             if case.stage == "inv_freq":
                 return "interpolate_factor divides the positions; the freqs parameter is unscaled"
             x = case.arrays.get("x", case.arrays.get("grad"))
-            if x is not None and self.contiguous_offset(case.positions, x.shape) is None:
+            positions = case.positions
+            if x is not None and (positions is None or self.contiguous_offset(positions, x.shape) is None):
                 return "interpolate_factor is applied only by rotate_queries_or_keys (contiguous positions)"
         return None
 

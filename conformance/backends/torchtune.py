@@ -65,10 +65,10 @@ class TorchtuneBackend(TorchFunctionStages, BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return missing("torch", "torchtune")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         return cache_rows_reason(case.positions)
 
     # ---- the module -------------------------------------------------------------------------

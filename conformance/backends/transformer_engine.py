@@ -53,11 +53,13 @@ class TransformerEngineBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("transformer_engine")
 
-    def case_reason(self, case: GoldenCase) -> "str | None":
+    def case_reason(self, case: GoldenCase) -> str | None:
         x = case.arrays.get("x", case.arrays.get("grad"))
+        if x is None:  # not reached: forward and backward cases (the only stages declared) carry x or grad
+            return "the case has no x or grad array"
         offs = sequence_offsets(case.positions, x.shape, case.arrays.get("cu_seqlens"))
         if offs is None:
             return "positions must be p0 + arange(len) per sequence"

@@ -52,7 +52,7 @@ class VLLMBackend(BaseBackend):
         )
     )
 
-    def library_reason(self) -> "str | None":
+    def library_reason(self) -> str | None:
         return gpu_reason("vllm")
 
     def _rope(self, spec: RopeSpec, max_position: int, dtype: Any) -> Any:
@@ -74,7 +74,7 @@ class VLLMBackend(BaseBackend):
             kw["partial_rotary_factor"] = params["partial_rotary_factor"]
             rotary_dim = spec.head_dim
         else:
-            rotary_dim = spec.rotary_dim
+            rotary_dim = spec.resolved_rotary_dim
         return get_rope(spec.head_dim, rotary_dim, max_position, spec.theta, **kw)
 
     def forward(self, x: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import SupportsFloat, SupportsInt
 
 import numpy as np
 
@@ -13,8 +14,7 @@ from roperef.spec import RopeSpec
 from ..case import GoldenCase
 from .decoy import Decoy, protocol_seq_len
 from .facts import CaseFacts
-from .freqs import (llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator,
-                    scaling_twice, with_scaling, yarn_ramp)
+from .freqs import llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator, scaling_twice, with_scaling, yarn_ramp
 from .model import BugClass, Family, Hints, Probe
 from .rounding import round_to
 
@@ -24,7 +24,7 @@ FREQ = frozenset({"inv_freq", "cos_sin", "forward", "backward"})
 _SAME = 1e-4  # a fitted theta or factor within this relative distance of the spec's is not "another value"
 
 
-def _kind(*kinds: str):  # type: ignore[no-untyped-def]
+def _kind(*kinds: str):
     return lambda s: s.vision is None and s.scaling.type in kinds
 
 
@@ -58,7 +58,7 @@ def freq_visible(f: CaseFacts, bug: tuple[np.ndarray, float] | None) -> bool:
     return bool(gain or ((dphi > 8.0 * bound) & (dphi < 6.0)).any() or ((dphi >= 6.0) & (bound < 0.1)).any())
 
 
-def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | None:  # type: ignore[no-untyped-def]
+def _decoy_freqs(case_or_facts, d: Decoy | None) -> tuple[np.ndarray, float] | None:
     """The frequencies a decoy uses on a case (for the exposure rules)."""
     if d is None:
         return None
@@ -89,10 +89,10 @@ class _Shim:
         self.arrays = {"seq_len": np.asarray(f.seq_len)}
 
 
-def _visible_with(make, param: object = None):  # type: ignore[no-untyped-def]
+def _visible_with(make, param: object = None):
     def rule(f: CaseFacts) -> bool:
         try:
-            d = make(_Shim(f), param)  # type: ignore[arg-type]
+            d = make(_Shim(f), param)
             return freq_visible(f, _decoy_freqs(f, d))
         except (ValueError, TypeError, ZeroDivisionError, OverflowError):
             return False
@@ -103,15 +103,15 @@ def _visible_with(make, param: object = None):  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------------- decoy makers
 
 
-def _inv_round(dtype: str):  # type: ignore[no-untyped-def]
+def _inv_round(dtype: str):
     short = {"bfloat16": "bf16", "float16": "fp16"}[dtype]
     return lambda c, _: Decoy(f"inv_freq:{short}", f"inv_freq rounded to {dtype}", round_freqs=dtype)
 
 
-def _denom(which: str):  # type: ignore[no-untyped-def]
+def _denom(which: str):
     def make(case: GoldenCase, _: object) -> Decoy | None:
         spec = case.spec
-        target = spec.head_dim if which == "head-dim" else spec.rotary_dim
+        target = spec.head_dim if which == "head-dim" else spec.resolved_rotary_dim
         if spec.vision is not None or target == spec.freq_dim or spec.scaling.type == "proportional":
             return None
         try:
@@ -136,8 +136,8 @@ def _theta_candidates(case: GoldenCase, hints: Hints) -> list[float]:
     return out
 
 
-def _theta(case: GoldenCase, theta: object) -> Decoy | None:
-    t = float(theta)  # type: ignore[arg-type]
+def _theta(case: GoldenCase, theta: SupportsFloat) -> Decoy | None:
+    t = float(theta)
     if not (t > 1.0) or abs(t - case.spec.theta) <= _SAME * case.spec.theta:
         return None  # a theta this close is the fit absorbing rounding noise, not a wrong theta
     try:
@@ -168,9 +168,9 @@ def _factor_candidates(case: GoldenCase, hints: Hints) -> list[float]:
     return [x for x in dict.fromkeys(out) if x >= 1.0 and abs(x - f) > 1e-9 * f]
 
 
-def _factor(case: GoldenCase, value: object) -> Decoy | None:
+def _factor(case: GoldenCase, value: SupportsFloat) -> Decoy | None:
     sc = case.spec.scaling
-    v = float(value)  # type: ignore[arg-type]
+    v = float(value)
     spec = with_scaling(case.spec, factor=v)
     if spec is None or sc.factor is None or abs(v - sc.factor) <= _SAME * sc.factor:
         return None
@@ -187,9 +187,9 @@ def _att_squared(case: GoldenCase, _: object) -> Decoy:
 
 def _dyn_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     sc = case.spec.scaling
-    m = int(sc.max_position_embeddings)  # type: ignore[arg-type]
+    m = sc.given_int("max_position_embeddings")
     seq = protocol_seq_len(case)
-    out = [m, 2 * seq, seq + 1, max(seq - 1, 1), int(round(sc.factor * m)), 2 * m, 4 * m, 4 * seq, 16 * seq]  # type: ignore[operator]
+    out = [m, 2 * seq, seq + 1, max(seq - 1, 1), int(round(sc.given("factor") * m)), 2 * m, 4 * m, 4 * seq, 16 * seq]
     out += [m * 2**k for k in range(0, 23)]
     h = hints.get("dynamic_length")
     if isinstance(h, (int, np.integer)) and h > 0:
@@ -197,18 +197,18 @@ def _dyn_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     return [x for x in dict.fromkeys(out) if 1 <= x < 2**40 and max(x, m) != max(seq, m)]
 
 
-def _dynamic(case: GoldenCase, length: object) -> Decoy | None:
-    seq, L = protocol_seq_len(case), int(length)  # type: ignore[call-overload]
-    m = case.spec.scaling.max_position_embeddings
-    if L < 1 or max(L, m) == max(seq, m):  # type: ignore[type-var]
+def _dynamic(case: GoldenCase, length: SupportsInt) -> Decoy | None:
+    seq, L = protocol_seq_len(case), int(length)
+    m = case.spec.scaling.given_int("max_position_embeddings")
+    if L < 1 or max(L, m) == max(seq, m):
         return None
     return Decoy("dynamic:length", f"dynamic NTK evaluated at seq_len {L} instead of {seq} (stale or static state)",
-                 param=L, seq_len=lambda s, L=L: L)
+                 param=L, seq_len=lambda s: L)
 
 
-def _longrope(which: str):  # type: ignore[no-untyped-def]
+def _longrope(which: str):
     def make(case: GoldenCase, _: object) -> Decoy | None:
-        l0 = int(case.spec.scaling.original_max_position_embeddings)  # type: ignore[arg-type]
+        l0 = case.spec.scaling.given_int("original_max_position_embeddings")
         seq = protocol_seq_len(case)
         long_used = seq > l0
         if which == "swapped":
@@ -223,7 +223,7 @@ def _longrope(which: str):  # type: ignore[no-untyped-def]
             words = f"longrope switches at seq_len >= L0 instead of > L0 (long factors at seq_len {seq} = L0)"
         if (new > l0) == long_used:
             return None
-        return Decoy(f"longrope:{which}", words, seq_len=lambda s, n=new: n)
+        return Decoy(f"longrope:{which}", words, seq_len=lambda s: new)
 
     return make
 
@@ -241,21 +241,21 @@ def _truncate(case: GoldenCase, _: object) -> Decoy | None:
 
 def _range_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     sc = case.spec.scaling
-    l0 = int(sc.original_max_position_embeddings)  # type: ignore[arg-type]
-    out = [int(round(sc.factor * l0)), int(round(l0 / sc.factor))] + [int(round(l0 * 2 ** (k / 2))) for k in range(-12, 13) if k]  # type: ignore[operator]
+    l0, factor = sc.given_int("original_max_position_embeddings"), sc.given("factor")
+    out = [int(round(factor * l0)), int(round(l0 / factor))] + [int(round(l0 * 2 ** (k / 2))) for k in range(-12, 13) if k]
     out.append(protocol_seq_len(case))
     return [x for x in dict.fromkeys(out) if x >= 2 and x != l0]
 
 
-def _range(case: GoldenCase, length: object) -> Decoy | None:
+def _range(case: GoldenCase, length: SupportsInt) -> Decoy | None:
     sc = case.spec.scaling
-    L = int(length)  # type: ignore[call-overload]
+    L = int(length)
     spec = with_scaling(case.spec, original_max_position_embeddings=L)
     if spec is None or yarn_correction_range(spec) == yarn_correction_range(case.spec):
         return None
     return Decoy("yarn:range-length", f"YaRN correction range computed with length {L} instead of "
                  f"original_max_position_embeddings={sc.original_max_position_embeddings}", param=L,
-                 freqs=lambda s, n, sp=spec: (inv_freq(sp, n)[0], inv_freq(s, n)[1]))
+                 freqs=lambda s, n: (inv_freq(spec, n)[0], inv_freq(s, n)[1]))
 
 
 def _ramp2j(case: GoldenCase, _: object) -> Decoy:
@@ -283,14 +283,14 @@ def _smooth(case: GoldenCase, inverted: object) -> Decoy:
 def _prop_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     w, _s = inv_freq(case.spec, 1)
     k = int(np.count_nonzero(w))
-    d = case.spec.freq_dim
+    d = case.spec.resolved_freq_dim
     return [x for x in dict.fromkeys([2 * k, k, d // 2, 2 * k + 2, 2 * k - 2, 2 * k + 1]) if x >= 2 and x != d]
 
 
-def _prop(case: GoldenCase, denominator: object) -> Decoy | None:
+def _prop(case: GoldenCase, denominator: SupportsInt | None) -> Decoy | None:
     w, _s = inv_freq(case.spec, 1)
     k = int(np.count_nonzero(w))
-    den = int(denominator) if denominator is not None else 2 * k  # type: ignore[call-overload]
+    den = int(denominator) if denominator is not None else 2 * k
     if k < 2 or den == case.spec.freq_dim:
         return None
     what = "the rotated width " if den == 2 * k else ""
@@ -309,11 +309,15 @@ def _attention(f: CaseFacts, factor: float) -> bool:
 
 
 def _lr(f: CaseFacts, which: str) -> bool:
-    l0 = f.spec.scaling.original_max_position_embeddings
+    l0 = f.spec.scaling.given_int("original_max_position_embeddings")
     seq = f.seq_len
     ok = {"swapped": True, "always-long": seq <= l0, "always-short": seq > l0, "boundary": seq == l0}[which]
     return ok and _visible_with(_longrope(which))(f)
 
+
+#: one probe per scaling type, where its scaling matters
+_SCALED_PROBES = tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (
+    Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))
 
 FREQ_CLASSES: tuple[BugClass, ...] = (
     BugClass("inv_freq:bf16", 6, "inv_freq rounded to bfloat16", FREQ, "inv_freq, cos_sin, forward, backward; every spec",
@@ -340,10 +344,10 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
     BugClass("scaling:dropped", 3, "the scaling type ignored (default frequencies)", FREQ, "every stage with frequencies; every scaling type",
              "default frequencies", "a scaled spec at positions where the scaling matters (dynamic: seq_len > M)",
              Family(_dropped), _visible_with(_dropped), applies=_scaled,
-             probes=tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))),
+             probes=_SCALED_PROBES),
     BugClass("scaling:twice", 3, "the scaling applied twice (frequency change squared)", FREQ, "every stage with frequencies; every scaling type",
              "w_scaled^2 / w_default", "a scaled spec (dynamic: seq_len > M)", Family(_twice), _visible_with(_twice), applies=_scaled,
-             probes=tuple(Probe(k, "near4096") for k in ("linear", "ntk", "yarn", "llama3", "proportional")) + (Probe("dynamic", "past-M"), Probe("longrope", "past-L0"))),
+             probes=_SCALED_PROBES),
     BugClass("scaling:factor", 3, "the scaling factor wrong (another value than the config's)", FREQ,
              "every stage with frequencies; linear, dynamic, yarn, llama3", "the scaling with another factor, fitted",
              "a scaled spec", Family(_factor, _factor_candidates, "log"), _visible_with(_factor, 2.0),
@@ -373,7 +377,8 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
              "long factors at seq_len = L0", "seq_len exactly L0", Family(_longrope("boundary")), lambda f: _lr(f, "boundary"),
              applies=_kind("longrope"), probes=(Probe("longrope", "at-L0"),)),
     BugClass("yarn:truncate-flipped", 3, "YaRN truncate ignored: range truncated when truncate=false, or not when it should be", FREQ,
-             "every stage with frequencies; yarn", "the correction range with the other truncate", "a YaRN spec whose correction range is not integral",
+             "every stage with frequencies; yarn", "the correction range with the other truncate",
+             "a YaRN spec whose correction range is not integral",
              Family(_truncate), _visible_with(_truncate), applies=_kind("yarn"),
              probes=(Probe("yarn-notrunc", "near4096"), Probe("yarn", "near4096"))),
     BugClass("yarn:range-length", 3, "YaRN correction range computed from another length", FREQ, "every stage with frequencies; yarn",

@@ -4,6 +4,7 @@ mRoPE rows, 2-D vision (docs/spec.md sections 2, 4 and 5)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def _pairing(case: GoldenCase, p: object) -> Decoy | None:
     words = f"pairing '{p}' used instead of '{spec.pairing}' (rotate_half vs interleaved channels)"
     if spec.vision is not None:
         adj = RopeSpec(spec.head_dim, pairing="adjacent")
-        return Decoy("pairing:other", words, param=p, pairs=lambda s, a=adj: pair_map(a))
+        return Decoy("pairing:other", words, param=p, pairs=lambda s: pair_map(adj))
     return Decoy("pairing:other", words, param=p, spec=spec.replace(pairing=str(p)))
 
 
@@ -49,10 +50,10 @@ def _reversed(case: GoldenCase, _: object) -> Decoy:
 
 def _wrong_end(case: GoldenCase, _: object) -> Decoy | None:
     spec = case.spec
-    r, d = spec.rotary_dim, spec.head_dim
-    if r >= d:  # type: ignore[operator]
+    r, d = spec.resolved_rotary_dim, spec.head_dim
+    if r >= d:
         return None
-    start = d - r if spec.rotary_start == 0 else 0  # type: ignore[operator]
+    start = d - r if spec.rotary_start == 0 else 0
     return Decoy("window:wrong-end", f"rotary window at the wrong end (channels [{start}, {start + r}) rotated instead of "
                  f"[{spec.rotary_start}, {spec.rotary_start + r}))", spec=spec.replace(rotary_start=start))
 
@@ -67,10 +68,11 @@ def _mrope_layout(case: GoldenCase, _: object) -> Decoy:
 _PERMS = [p for p in itertools.permutations(range(3)) if p != (0, 1, 2)]
 
 
-def _mrope_rows(case: GoldenCase, perm: object) -> Decoy:
-    order = "".join("thw"[i] for i in perm)  # type: ignore[union-attr]
+def _mrope_rows(case: GoldenCase, perm: Sequence[int]) -> Decoy:
+    order = "".join("thw"[i] for i in perm)
+    rows_order = list(perm)
     return Decoy("mrope:rows-permuted", f"mRoPE position rows read in order {order} instead of thw", param=order,
-                 rows=lambda r, p=list(perm): r[p])  # type: ignore[call-overload]
+                 rows=lambda r: r[rows_order])
 
 
 def _mrope_text(case: GoldenCase, _: object) -> Decoy:
@@ -110,7 +112,7 @@ LAYOUT_CLASSES: tuple[BugClass, ...] = (
         "window:wrong-end", 2, "rotary window at the wrong end of the head (first r channels vs last r)", ROT,
         "apply, forward, backward; partial rotary (r < D)", "the window moved to the other end",
         "a partial (or window-last) spec", Family(_wrong_end), _turns,
-        applies=lambda s: s.rotary_dim < s.head_dim, probes=(Probe("partial", "near4096"), Probe("window-last", "near4096")),
+        applies=lambda s: s.resolved_rotary_dim < s.head_dim, probes=(Probe("partial", "near4096"), Probe("window-last", "near4096")),
     ),
     BugClass(
         "mrope:layout", 4, "mRoPE sections laid out chunked instead of interleaved (or the reverse)", POS,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import SupportsInt
+
 import numpy as np
 
 from roperef.positions import varlen
@@ -18,7 +20,7 @@ POS = frozenset({"cos_sin", "forward", "backward"})
 TENSOR = frozenset({"forward", "backward"})
 
 
-def _plain(spec) -> bool:  # type: ignore[no-untyped-def]
+def _plain(spec) -> bool:
     return spec.n_axes == 1
 
 
@@ -42,15 +44,15 @@ def _shift_candidates(case: GoldenCase, hints: Hints) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def _shift(case: GoldenCase, k: object) -> Decoy | None:
-    k = int(k)  # type: ignore[call-overload]
+def _shift(case: GoldenCase, param: SupportsInt) -> Decoy | None:
+    k = int(param)
     if k == 0:
         return None
-    words = "positions off by one (p%+d)" % k if abs(k) == 1 else f"positions off by {k:+d} (p{k:+d} used for p)"
+    words = f"positions off by one (p{k:+d})" if abs(k) == 1 else f"positions off by {k:+d} (p{k:+d} used for p)"
     return Decoy("positions:shifted", words, param=k, rows=lambda r: r + k)
 
 
-def _rounded(dtype: str, limit: int):  # type: ignore[no-untyped-def]
+def _rounded(dtype: str, limit: int):
     """Positions rounded to ``dtype``: directly (param None), or built in that dtype's arithmetic as
     ``arange(T, dtype) + offset`` (param "offset+index": the row's first position and the index
     are each rounded, then their sum; PyTorch converts the scalar offset to the tensor dtype first)."""
@@ -68,7 +70,7 @@ def _rounded(dtype: str, limit: int):  # type: ignore[no-untyped-def]
     return make
 
 
-def _row_starts(case: GoldenCase):  # type: ignore[no-untyped-def]
+def _row_starts(case: GoldenCase):
     """``rows -> starts`` (same shape): each token's row start (bshd) or packed-sequence start."""
     if _packed(case):
         cu = _cu(case)

@@ -14,7 +14,7 @@ _U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 _SHORT = {"bfloat16": "bf16", "float16": "fp16"}
 
 
-def _tables(dtype: str):  # type: ignore[no-untyped-def]
+def _tables(dtype: str):
     def make(case: GoldenCase, _: object) -> Decoy:
         return Decoy(f"tables:{_SHORT[dtype]}", f"cos/sin tables rounded to {dtype} (after angles in the declared precision)",
                      round_tables=dtype)
@@ -29,7 +29,7 @@ def _angles(case: GoldenCase, how: object) -> Decoy:
     return Decoy("angles:bf16", "angles p*w and the cos/sin tables computed in bfloat16", round_angles="bfloat16", round_tables="bfloat16")
 
 
-def _tables_visible(dtype: str):  # type: ignore[no-untyped-def]
+def _tables_visible(dtype: str):
     def rule(f: CaseFacts) -> bool:
         p = f.precision
         if p.u_table >= _U[dtype] or _U[dtype] < 3.0 * (2.0 * p.u_out + 4.0 * p.u_table):

@@ -25,13 +25,13 @@ with the primes meaning "as the buggy engine computes them".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from roperef.frequencies import base_inv_freq
-from roperef.frequencies import estimate_inv_freq
+from roperef.frequencies import base_inv_freq, estimate_inv_freq
 from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.reference import two_product
@@ -126,10 +126,10 @@ def _frequencies(case: GoldenCase, d: Decoy, spec: RopeSpec, r: Resolved, estima
         # a bug in the blend (ramp over 2j, a range from another length, ...) moves the blended
         # pairs: allow the case's worst conditioning (x4: the ramp may be twice as steep) on every
         # pair the buggy formula blends, as an engine computing that formula carries it
-        w0 = base_inv_freq(spec.theta, int(spec.freq_dim), len(w))  # type: ignore[arg-type]
+        w0 = base_inv_freq(spec.theta, int(spec.resolved_freq_dim), len(w))
         with np.errstate(divide="ignore", invalid="ignore"):
             g = np.where(w0 > 0, w / w0, 1.0)
-        f = float(spec.scaling.factor)  # type: ignore[arg-type]
+        f = spec.scaling.given("factor")  # kappa > 0 only for a blending type (yarn, llama3): factor is required
         blended = (g < 1.0 - 1e-9) & (g > 1.0 / f + 1e-9)
         kappa = np.maximum(kappa, np.where(blended, 4.0 * kappa.max(), 0.0))
     rel = r.c_ang + r.c_log * _log_w(w) + r.c_blend * kappa

@@ -31,7 +31,7 @@ class Precision:
     u_out: float = UNIT_ROUNDOFF["float64"]
 
     @classmethod
-    def of(cls, angle_dtype: str, table_dtype: str, case_dtype: str) -> "Precision":
+    def of(cls, angle_dtype: str, table_dtype: str, case_dtype: str) -> Precision:
         table = case_dtype if table_dtype == "input" else table_dtype
         u_ang = UNIT_ROUNDOFF.get(angle_dtype, UNIT_ROUNDOFF["float64"])
         u_tab = max(UNIT_ROUNDOFF.get(table, UNIT_ROUNDOFF["float64"]), u_ang)
@@ -108,6 +108,8 @@ def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFact
     flat = allrows.reshape(-1).astype(np.float64)
     nz = np.abs(flat[flat != 0])
     rows = _plain_rows(case)
+    if rows is None:  # not reached: "positions" is in the arrays (checked above)
+        return base
     packed = "cu_seqlens" in a
     n_rows, differ, not_arange, p_off, p_glob, later, row0 = 1, False, False, False, False, False, 0.0
     if packed:

@@ -17,8 +17,9 @@ result on this case: it is skipped (it says nothing).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class _Evaluator:
         return out
 
 
-def _freq_objectives(case: GoldenCase, cls: BugClass, hints: Hints):  # type: ignore[no-untyped-def]
+def _freq_objectives(case: GoldenCase, cls: BugClass, hints: Hints):
     """``(coarse, fine)`` misfits ``param -> float`` in frequency space, or None without usable
     effective frequencies. ``coarse`` = sum of squared log ratios (smooth and monotone far from the
     answer); ``fine`` = sum of squared differences in units of each frequency's uncertainty."""
@@ -139,7 +140,7 @@ def _freq_objectives(case: GoldenCase, cls: BugClass, hints: Hints):  # type: ig
     return coarse, fine
 
 
-def _log_search(misfit, start: float, lo: float = 0.0, tol: float = 1e-13) -> float:  # type: ignore[no-untyped-def]
+def _log_search(misfit, start: float, lo: float = 0.0, tol: float = 1e-13) -> float:
     """Shrinking pattern search of ``misfit`` on a log scale around ``start`` (values > lo)."""
     best, fbest = start, misfit(start)
     step = 0.3
@@ -157,7 +158,7 @@ def _log_search(misfit, start: float, lo: float = 0.0, tol: float = 1e-13) -> fl
     return best
 
 
-def _int_pattern(score, start: int, span: int, max_evals: int = 64) -> int:  # type: ignore[no-untyped-def]
+def _int_pattern(score, start: int, span: int, max_evals: int = 64) -> int:
     """Integer pattern search of ``score`` around ``start``: steps span, span/2, ..., 1 (bounded work)."""
     best, fbest = start, score(start)
     step, evals = max(1, span), 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def plain_spec(spec: RopeSpec) -> RopeSpec | None:
         return None
 
 
-def with_scaling(spec: RopeSpec, **changes: object) -> RopeSpec | None:
+def with_scaling(spec: RopeSpec, **changes: Any) -> RopeSpec | None:
     """``spec`` with some scaling parameters changed (None if the result is not a valid spec)."""
     try:
         return spec.replace(scaling=replace(spec.scaling, **changes))
@@ -55,8 +56,9 @@ def scaling_twice(spec: RopeSpec, seq_len: int) -> Freqs:
 
 def _llama3_parts(spec: RopeSpec) -> tuple[np.ndarray, float, float, float, float]:
     sc = spec.scaling
-    w = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
-    return w, float(sc.factor), float(sc.low_freq_factor), float(sc.high_freq_factor), float(sc.original_max_position_embeddings)
+    w = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
+    return (w, sc.given("factor"), sc.given("low_freq_factor"), sc.given("high_freq_factor"),
+            float(sc.given_int("original_max_position_embeddings")))
 
 
 def llama3_bands_swapped(spec: RopeSpec, seq_len: int, medium: str = "divided") -> Freqs:
@@ -96,7 +98,7 @@ def yarn_ramp(spec: RopeSpec, seq_len: int, *, index_scale: float = 1.0, inverte
     ``arange(0, d, 2)``), or with the blend weights ``inverted`` (pairs past ``high`` kept,
     high-frequency pairs divided by the factor)."""
     w_ref, s = inv_freq(spec, seq_len)
-    w = base_inv_freq(spec.theta, spec.freq_dim, spec.n_pairs)
+    w = base_inv_freq(spec.theta, spec.resolved_freq_dim, spec.n_pairs)
     low, high = yarn_correction_range(spec)
     ramp = np.clip((index_scale * np.arange(spec.n_pairs, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
     if inverted:

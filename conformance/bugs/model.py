@@ -9,8 +9,9 @@ with a free parameter when the bug has one), a rule saying which cases expose it
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from roperef.spec import RopeSpec
 
@@ -32,7 +33,7 @@ class Family:
     (``(None,)`` for a class without one); ``refine`` ("log": a positive real searched on a log
     scale, "int": an integer) refines the best candidate by a 1-D search."""
 
-    make: Callable[[GoldenCase, Any], "Decoy | None"]
+    make: Callable[[GoldenCase, Any], Decoy | None]
     candidates: Callable[[GoldenCase, Hints], Sequence[Any]] = lambda case, hints: (None,)
     refine: str | None = None
 

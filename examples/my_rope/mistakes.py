@@ -6,9 +6,9 @@ Every class here is deliberately wrong (tests/test_writing_a_backend.py checks t
 """
 
 import numpy as np
+from my_rope import MyRope
 
 from conformance.backends.base import Capabilities
-from my_rope import MyRope
 
 
 class Undeclared:
