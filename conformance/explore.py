@@ -33,6 +33,7 @@ from .explore_shrink import shrink
 from .explore_specs import Interface
 from .golden import MANIFEST, load_golden, write_golden
 from .runner import FAILING, CaseResult, RunOptions, RunReport, open_caller, run_one
+from .stage_call import supports_reason
 from .tolerance import Profile, default_profile_name, get_profile
 
 __all__ = ["ExploreConfig", "Finding", "ExploreOutcome", "explore", "save_cases", "MAX_COUNT", "MAX_SEED", "MAX_DRAWS"]
@@ -131,14 +132,6 @@ def _profile(options: RunOptions, backend: Any) -> Profile:
     return get_profile(options.profile, options.tolerance_overrides, default=default_profile_name(backend.capabilities))
 
 
-def _supports(backend: Any, case: GoldenCase) -> str | None:
-    try:
-        verdict = backend.supports(case)
-    except Exception as exc:
-        return f"supports() raised {type(exc).__name__}: {exc}"
-    return None if verdict is True else (str(verdict) if verdict else "not supported")
-
-
 def explore(
     backend: Any,
     config: ExploreConfig,
@@ -171,7 +164,7 @@ def explore(
         """Judge ``draw``; None when it is outside what the backend takes (asked on a probe without
         expected values, so a declined draw costs no reference computation)."""
         probe = build_case(draw, suffix, expected=False)
-        if declared_reason(iface, probe) or _supports(backend, probe):
+        if declared_reason(iface, probe) or supports_reason(backend, probe):
             return None
         case = build_case(draw, suffix)
         return case, run_one(case, backend, call, profile, options)
@@ -203,7 +196,7 @@ def _one(index: int, seed: int, backend: Any, iface: Interface, config: ExploreC
         if declared_reason(iface, probe):
             out.outside += 1
             continue
-        reason = _supports(backend, probe)
+        reason = supports_reason(backend, probe)
         if reason:
             out.declined[reason] += 1
             last = (probe, reason)

@@ -42,6 +42,7 @@ from .case import GoldenCase, case_family, numpy_dtype, shape_tag
 from .declared import Interface
 from .generated_positions import COVERAGE_REGIMES, REGIMES, Regime
 from .generated_specs import variant_scaling, variant_spec
+from .stage_call import supports_reason
 from .tolerance import position_rows
 from .vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
 
@@ -145,14 +146,6 @@ def _dtypes_for(iface: Interface, stage: str) -> list[str]:
     return [d for d in DTYPES if d in iface.dtypes]
 
 
-def _accepts(backend: Any, case: GoldenCase) -> str | None:
-    try:
-        verdict = backend.supports(case)
-    except Exception as exc:
-        return f"supports() raised {type(exc).__name__}: {exc}"
-    return None if verdict is True else (str(verdict) or "not supported")
-
-
 def _why_not(cls: BugClass, iface: Interface, blocked: set[str]) -> str:
     stages = sorted(cls.stages & iface.stages)
     if not stages:
@@ -183,7 +176,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
         for i, name in enumerate(COVERAGE_REGIMES):
             for j, dt in enumerate(dts if stage == "forward" else dts[i % max(len(dts), 1):][:1]):
                 g = _make(stage, "default", pairings[(i + j) % len(pairings)], dt, REGIMES[name])
-                if g is not None and iface.declares(g.light) is None and (not ask_backend or _accepts(backend, g.light) is None):
+                if g is not None and iface.declares(g.light) is None and (not ask_backend or supports_reason(backend, g.light) is None):
                     add(g)
     # both sides of every length switch (longrope: seq_len below, at and past L0; dynamic: at and past M)
     for stage in STAGES:
@@ -195,7 +188,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                 continue
             for i, name in enumerate(names):
                 g = _make(stage, variant, pairings[i % len(pairings)], dts[i % len(dts)], REGIMES[name])
-                if g is not None and iface.declares(g.light) is None and (not ask_backend or _accepts(backend, g.light) is None):
+                if g is not None and iface.declares(g.light) is None and (not ask_backend or supports_reason(backend, g.light) is None):
                     add(g)
     # class coverage
     for k, cls in enumerate(CATALOGUE):
@@ -228,7 +221,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                             continue
                         if not cls.occurs_in(g.light) or not cls.exposed(case_facts(g.light, iface.precision(dt))):
                             continue
-                        reason = _accepts(backend, g.light) if ask_backend else None
+                        reason = supports_reason(backend, g.light) if ask_backend else None
                         if reason is not None:
                             declined.append((g, reason))
                             continue

@@ -46,6 +46,7 @@ from roperef.spec import PAIRINGS, RopeSpec
 
 from .case import GoldenCase, numpy_dtype
 from .runner import CaseResult, Judged, RunReport, check_outputs, judge_case
+from .stage_call import supports_reason
 from .tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
 from .vocabulary import DTYPES
 
@@ -344,12 +345,9 @@ def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtyp
         x, pos = chunk_inputs(plan, base, length, k)
         case = _chunk_case(plan, stage, dtype, x, pos, rid)
         where = f"chunk {k} of {n_chunks}, positions {int(pos[0, 0])}..{int(pos[0, -1])}"
-        try:
-            verdict = backend.supports(case)
-        except Exception as exc:
-            verdict = f"supports() raised {type(exc).__name__}: {exc}"
-        if verdict is not True:
-            res.status, res.message = "NOT_SUPPORTED", f"{verdict or 'not supported'} ({where})"
+        reason = supports_reason(backend, case)
+        if reason is not None:
+            res.status, res.message = "NOT_SUPPORTED", f"{reason} ({where})"
             break
         try:
             got, modified = _call(backend, case)

@@ -33,7 +33,10 @@ import numpy as np
 from .case import GoldenCase
 from .interrupt import POLL_S, StopFlag
 
-__all__ = ["DEFAULT_TIMEOUT_S", "StageError", "Interrupted", "CallThread", "describe_exception", "TIMED_OUT", "call_stage"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S", "StageError", "Interrupted", "CallThread", "describe_exception", "TIMED_OUT", "call_stage",
+    "supports_reason",
+]
 
 #: the default time limit of one backend call (seconds), in process and in worker processes
 DEFAULT_TIMEOUT_S = 60.0
@@ -58,6 +61,23 @@ def describe_exception(what: str, exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return f"{what} raised KeyboardInterrupt (raised by the backend, not a Ctrl-C of the user)"
     return f"{what} raised {name}: {text}" if text else f"{what} raised {name}"
+
+
+def supports_reason(backend: Any, case: GoldenCase) -> str | None:
+    """The backend's own ``supports(case)`` asked in this thread, as a reason (None: supported).
+
+    For the judge's planning (generated and explored cases, long-context chunks): whatever
+    ``supports`` raises, ``SystemExit`` included, becomes the reason ``"supports() raised ..."``
+    (that case is not judged; the run goes on); ``KeyboardInterrupt`` propagates (in this thread it
+    is the user's Ctrl-C). A falsy answer other than True is ``"not supported"``.
+    """
+    try:
+        verdict = backend.supports(case)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        return describe_exception("supports()", exc)
+    return None if verdict is True else (str(verdict) if verdict else "not supported")
 
 
 @dataclass

@@ -198,3 +198,32 @@ def test_ctrl_c_stops_a_stuck_run_writes_the_partial_report_and_exits_130(tmp_pa
     assert "interrupted after" in text and "INTERRUPTED" in text
     summary = json.loads(report.read_text())["summary"]
     assert summary["interrupted"] is True and summary["not_run"] > 0 and summary["exit_code"] == 130
+
+
+def test_supports_that_exits_while_cases_are_planned_is_each_cases_error_not_an_internal_error(tmp_path, capsys):
+    """The default run asks supports() while choosing generated cases too (outside the runner's call
+    thread): a sys.exit there is the same per-case reason, never exit 4 (INTERNAL)."""
+    import json
+
+    from conformance.cli import main
+
+    code = main(["check", "--backend", "fault_backends:SupportsExits", "-q", "--json", str(tmp_path / "r.json")])
+    capsys.readouterr()
+    assert code == 1
+    results = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert results and all(r["status"] == "ERROR" and "supports() raised SystemExit(0)" in r["message"] for r in results)
+
+
+def test_supports_reason_turns_every_exception_into_a_reason_but_lets_ctrl_c_through():
+    from conformance.stage_call import supports_reason
+
+    case = _cases(1)[0]
+    assert supports_reason(fb.SupportsExits(), case) == "supports() raised SystemExit(0) (a backend must not exit the process)"
+
+    class Interrupts(fb.NumpyBackend):
+        def supports(self, case):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        supports_reason(Interrupts(), case)
+    assert supports_reason(fb.NumpyBackend(), case) is None
