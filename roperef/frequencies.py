@@ -341,15 +341,20 @@ def exact_values(spec: RopeSpec, length: int) -> tuple[float, ...]:
     return values
 
 
-def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
-    """``(inv_freq float64[n], attention_factor)`` of ``spec`` at sequence length ``seq_len``."""
+def _checked_length(spec: RopeSpec, seq_len: int | None) -> int:
+    """The effective length of ``spec`` at ``seq_len`` (:func:`_length`; 0 for vision), arguments checked."""
     if not isinstance(spec, RopeSpec):
         bad("spec", spec, "must be a RopeSpec", TypeError)
     if seq_len is not None:
         if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
             bad("seq_len", seq_len, "must be a positive integer or None")
         seq_len = int(seq_len)
-    values = exact_values(spec, 0 if spec.vision is not None else _length(spec, seq_len))
+    return 0 if spec.vision is not None else _length(spec, seq_len)
+
+
+def inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
+    """``(inv_freq float64[n], attention_factor)`` of ``spec`` at sequence length ``seq_len``."""
+    values = exact_values(spec, _checked_length(spec, seq_len))
     return np.array(values[:-1], dtype=np.float64), float(values[-1])
 
 
@@ -360,13 +365,7 @@ def estimate_inv_freq(spec: RopeSpec, seq_len: int | None = None) -> FreqResult:
     the machine's C library: for searches over many candidate specs (conformance's bug-decoy
     fits), never for the reference. Same arguments, errors and range checks as :func:`inv_freq`.
     """
-    if not isinstance(spec, RopeSpec):
-        bad("spec", spec, "must be a RopeSpec", TypeError)
-    if seq_len is not None:
-        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
-            bad("seq_len", seq_len, "must be a positive integer or None")
-        seq_len = int(seq_len)
-    length = 0 if spec.vision is not None else _length(spec, seq_len)
+    length = _checked_length(spec, seq_len)
     make = _vision if spec.vision is not None else FREQUENCY_FORMULAS[spec.scaling.type]
     try:
         values = estimated(make(spec, length))
