@@ -52,6 +52,7 @@ from .vocabulary import (
 )
 
 __all__ = [
+    "CaseFields",
     "GoldenCase",
     "CaseRecipe",
     "check_case_fields",
@@ -113,8 +114,9 @@ def numpy_dtype(name: str) -> np.dtype:
 
 
 @dataclass(frozen=True)
-class GoldenCase:
-    """One case: id (also its filter and report key), spec, dtype, tier, flags and arrays."""
+class CaseFields:
+    """What every case record names: id (also its filter and report key), family, stage, spec,
+    dtype, tier and flags (validated by :func:`check_case_fields`)."""
 
     id: str
     family: str
@@ -123,6 +125,12 @@ class GoldenCase:
     dtype: str
     tier: str
     flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldenCase(CaseFields):
+    """One case: the :class:`CaseFields` and its arrays."""
+
     arrays: Mapping[str, np.ndarray] = field(repr=False)
 
     def __post_init__(self) -> None:
@@ -156,7 +164,7 @@ class GoldenCase:
 
 
 @dataclass(frozen=True)
-class CaseRecipe:
+class CaseRecipe(CaseFields):
     """How to build one golden case (:func:`conformance.cases.materialize` builds it).
 
     ``shape``: the x/grad shape for apply/forward/backward (bshd ``(B, T, H, D)`` or packed
@@ -166,13 +174,6 @@ class CaseRecipe:
     ``seed``: :func:`recipe_seed` of the id; ``scale`` and ``zeros``: how the inputs are drawn.
     """
 
-    id: str
-    family: str
-    stage: str
-    spec: RopeSpec
-    dtype: str
-    tier: str
-    flags: tuple[str, ...]
     shape: tuple[int, ...]
     positions: str
     seed: int
