@@ -38,6 +38,7 @@ import io
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -288,7 +289,11 @@ def _damage(golden: Path, how: str) -> None:
         manifest["schema_version"] = 10**400
         manifest_path.write_text(json.dumps(manifest))
     elif how == "1e400 in manifest":
-        manifest_path.write_text(manifest_path.read_text().replace('"schema_version": 1', '"schema_version": 1e400'))
+        text = manifest_path.read_text()
+        damaged = re.sub(r'"schema_version": \d+', '"schema_version": 1e400', text)
+        if damaged == text:  # a probe that damages nothing would report an intact set as a wrong exit code
+            raise ValueError(f"{how}: no schema_version in {manifest_path}")
+        manifest_path.write_text(damaged)
     elif how == "manifest is a FIFO":
         manifest_path.unlink()
         os.mkfifo(manifest_path)
