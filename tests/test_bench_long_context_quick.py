@@ -6,21 +6,14 @@ subprocess, with a throughput, a fraction of the copy bandwidth and a peak-memor
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench_scripts import load_benchmark
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_long_context", ROOT / "benchmarks" / "bench_long_context.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]  # spec_from_file_location of an existing file is not None
-    sys.modules["bench_long_context"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]  # a file spec always has a loader
-    return module
+    return load_benchmark("bench_long_context")
 
 
 def test_quick_mode_reports_every_row(tmp_path, capsys):
