@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -19,3 +21,11 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_quick(name: str, tmp_path: Path) -> dict[str, Any]:
+    """``benchmarks/<name>.py --quick --json FILE`` run in process (exit 0 asserted); the JSON report."""
+    out = tmp_path / "bench.json"
+    assert load_benchmark(name).main(["--quick", "--json", str(out)]) == 0
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report

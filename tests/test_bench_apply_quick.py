@@ -8,21 +8,13 @@ the verdict is a benchmark figure, not a test assertion).
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 
-from bench_scripts import load_benchmark
-
-
-def load_bench():
-    return load_benchmark("bench_apply")
+from bench_scripts import run_quick
 
 
 def test_quick_mode_reports_every_row(tmp_path, capsys):
-    bench = load_bench()
-    out = tmp_path / "bench.json"
-    assert bench.main(["--quick", "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
+    report = run_quick("bench_apply", tmp_path)
     rows = report["rows"]
     cases = {r["case"] for r in rows}
     assert len(cases) == 6  # 2 shapes x 2 dtypes, varlen, mRoPE

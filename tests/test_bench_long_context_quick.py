@@ -6,21 +6,13 @@ subprocess, with a throughput, a fraction of the copy bandwidth and a peak-memor
 
 from __future__ import annotations
 
-import json
 import math
 
-from bench_scripts import load_benchmark
-
-
-def load_bench():
-    return load_benchmark("bench_long_context")
+from bench_scripts import run_quick
 
 
 def test_quick_mode_reports_every_row(tmp_path, capsys):
-    bench = load_bench()
-    out = tmp_path / "bench.json"
-    assert bench.main(["--quick", "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
+    report = run_quick("bench_long_context", tmp_path)
     rows = report["rows"]
     assert {(r["length"], r["stage"], r["dtype"]) for r in rows} == {
         (t, s, d) for t in (8192, 16384) for s in ("forward", "backward") for d in ("bfloat16", "float32")}

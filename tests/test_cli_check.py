@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cli_runs import run_check
 from conformance.cli import main
 from judge_cases import materialize_subset, write_golden_dir
 
@@ -17,15 +18,8 @@ def golden(tmp_path_factory):
     return str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset(PATTERN)))
 
 
-def _run(capsys, *argv):
-    code = main(["check", *argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
 def test_numpy_passes_and_prints_the_report(golden, capsys, tmp_path):
-    code, out, err = _run(capsys, "--backend", "numpy", "--golden", golden, "--json", str(tmp_path / "r.json"))
+    code, out, err = run_check(capsys, "--backend", "numpy", "--golden", golden, "--json", str(tmp_path / "r.json"))
     assert code == 0, out + err
     assert "PASS" in out and "forward" in out and out.strip().splitlines()[-1].startswith("OK:")
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -34,13 +28,13 @@ def test_numpy_passes_and_prints_the_report(golden, capsys, tmp_path):
 
 def test_default_backend_is_numba(golden, capsys, monkeypatch):
     monkeypatch.delenv("ROPEREF_BACKEND", raising=False)
-    code, out, _ = _run(capsys, "--golden", golden, "--filter", "freq/")
+    code, out, _ = run_check(capsys, "--golden", golden, "--filter", "freq/")
     assert code == 0 and "backend numba" in out
 
 
 def test_env_var_selects_the_backend(golden, capsys, monkeypatch):
     monkeypatch.setenv("ROPEREF_BACKEND", "wrong_backends:Buggy")
-    code, out, _ = _run(capsys, "--golden", golden, "--filter", "freq/")
+    code, out, _ = run_check(capsys, "--golden", golden, "--filter", "freq/")
     assert code == 0 and "backend buggy-" in out  # a Buggy with no bug is a correct fp32 engine
 
 
@@ -51,7 +45,7 @@ def test_failure_exit_1_with_diagnosis_and_repro(golden, capsys, tmp_path):
 
     sys.path.insert(0, str(tmp_path))
     try:
-        code, out, _ = _run(capsys, "--backend", "bugmod:make", "--golden", golden, "--filter", "forward/default/half")
+        code, out, _ = run_check(capsys, "--backend", "bugmod:make", "--golden", golden, "--filter", "forward/default/half")
     finally:
         sys.path.remove(str(tmp_path))
     assert code == 1
@@ -73,7 +67,7 @@ def test_failure_exit_1_with_diagnosis_and_repro(golden, capsys, tmp_path):
      (["--outputs", "/nonexistent/dir"], "not a directory")],
 )
 def test_usage_errors_exit_2_with_one_line(golden, capsys, argv, needle):
-    code, out, err = _run(capsys, "--golden", golden, *argv)
+    code, out, err = run_check(capsys, "--golden", golden, *argv)
     assert code == 2
     assert needle in err and len(err.strip().splitlines()) == 1
 
@@ -81,11 +75,11 @@ def test_usage_errors_exit_2_with_one_line(golden, capsys, argv, needle):
 def test_malformed_xfail_and_profile_files(golden, capsys, tmp_path):
     xf = tmp_path / "xf.txt"
     xf.write_text("forward/default/*\n")
-    code, _, err = _run(capsys, "--backend", "numpy", "--golden", golden, "--xfail", str(xf))
+    code, _, err = run_check(capsys, "--backend", "numpy", "--golden", golden, "--xfail", str(xf))
     assert code == 2 and "xf.txt:1" in err
     prof = tmp_path / "p.toml"
     prof.write_text("c_ang = 'lots'\n")
-    code, _, err = _run(capsys, "--backend", "numpy", "--golden", golden, "--profile", str(prof))
+    code, _, err = run_check(capsys, "--backend", "numpy", "--golden", golden, "--profile", str(prof))
     assert code == 2 and "c_ang" in err
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import conformance.cli as cli
+from cli_runs import run_cli
 from conformance.cli import main
 from conformance.exit_codes import ExitCode
 from judge_cases import materialize_subset, write_golden_dir
@@ -24,13 +25,6 @@ def golden(tmp_path_factory):
     return str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset("freq/default/*")))
 
 
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
 def test_the_codes():
     assert [(c.name, int(c)) for c in ExitCode] == [
         ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("INTERRUPTED", 130)]
@@ -38,20 +32,20 @@ def test_the_codes():
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1"])
 def test_timeout_must_be_finite_and_positive(golden, capsys, value):
-    code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", golden, f"--timeout={value}")
+    code, _, err = run_cli(capsys, "check", "--backend", "numpy", "--golden", golden, f"--timeout={value}")
     assert code == 2 and f"--timeout={float(value)}: must be a finite number of seconds > 0" in err
 
 
 def test_a_missing_golden_directory_is_a_usage_error(golden, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("ROPEREF_GOLDEN", "/missing/golden")
-    code, _, err = _run(capsys, "check", "--backend", "numpy")
+    code, _, err = run_cli(capsys, "check", "--backend", "numpy")
     assert code == 2 and "ROPEREF_GOLDEN /missing/golden: does not exist" in err
-    code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", str(tmp_path))
+    code, _, err = run_cli(capsys, "check", "--backend", "numpy", "--golden", str(tmp_path))
     assert code == 2 and f"--golden {tmp_path}: holds no manifest.json" in err
     monkeypatch.delenv("ROPEREF_GOLDEN")
-    code, _, err = _run(capsys, "golden", "verify", "/missing/golden")
+    code, _, err = run_cli(capsys, "golden", "verify", "/missing/golden")
     assert code == 2 and "does not exist" in err
-    code, _, err = _run(capsys, "golden", "show", "freq/default/x", "--dir", "/missing/golden")
+    code, _, err = run_cli(capsys, "golden", "show", "freq/default/x", "--dir", "/missing/golden")
     assert code == 2 and "does not exist" in err
 
 
@@ -60,7 +54,7 @@ def test_without_a_golden_directory_the_run_says_what_it_judges(capsys, monkeypa
 
     monkeypatch.delenv("ROPEREF_GOLDEN", raising=False)
     monkeypatch.setattr(golden_mod, "default_golden_dir", lambda: tmp_path / "golden")
-    code, out, _ = _run(capsys, "check", "--backend", "numpy", "--filter", "freq/default/*", "--json", str(tmp_path / "r.json"))
+    code, out, _ = run_cli(capsys, "check", "--backend", "numpy", "--filter", "freq/default/*", "--json", str(tmp_path / "r.json"))
     assert code == 0
     words = f"cases computed in memory by roperef 0.1.0 from the smoke catalogue (no golden set found at {tmp_path / 'golden'}"
     assert f"golden set: {words}" in out
@@ -98,10 +92,10 @@ def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
 def test_golden_list_defaults_to_the_smoke_tier_and_refuses_an_empty_filter(capsys):
     from conformance.cases import catalogue
 
-    code, out, err = _run(capsys, "golden", "list")
+    code, out, err = run_cli(capsys, "golden", "list")
     assert code == 0 and len(out.splitlines()) == len(catalogue("smoke")) < len(catalogue("full"))
     assert "of the smoke tier" in err
-    code, _, err = _run(capsys, "golden", "list", "--filter", "zzz-nothing")
+    code, _, err = run_cli(capsys, "golden", "list", "--filter", "zzz-nothing")
     assert code == 2 and "matches no case" in err
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from cli_runs import run_check
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
 from conformance.case import case_features
-from conformance.cli import main
 from conformance.explore import ExploreConfig, explore
 from conformance.explore_draw import build_case, declared_reason, draw_case
 from conformance.explore_shrink import candidates
@@ -183,13 +183,6 @@ def test_a_backend_declining_everything_is_not_supported():
 # ----------------------------------------------------------------------------- the command
 
 
-def _cli(capsys, *argv):
-    code = main(["check", *argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--explore", "0"], "--explore=0: must be an integer in [1, 100000]"),
     (["--explore", "-5"], "--explore=-5: must be an integer in [1, 100000]"),
@@ -205,19 +198,19 @@ def _cli(capsys, *argv):
     (["--explore", "3", "--jobs", "2"], "--jobs=2: cannot be combined with --explore"),
 ])
 def test_bad_explore_flags_are_usage_errors(capsys, argv, message):
-    code, out, err = _cli(capsys, *argv)
+    code, out, err = run_check(capsys, *argv)
     assert code == 2 and message in err and not out
 
 
 def test_save_failures_refuses_a_file(capsys, tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    code, _, err = _cli(capsys, "--explore", "2", "--seed", "1", "--save-failures", str(f))
+    code, _, err = run_check(capsys, "--explore", "2", "--seed", "1", "--save-failures", str(f))
     assert code == 2 and "exists and is not a directory" in err
 
 
 def test_cli_correct_backend_exit_0(capsys, tmp_path):
-    code, out, err = _cli(capsys, "--backend", "numba", "--explore", "15", "--seed", "9", "--json", str(tmp_path / "r.json"))
+    code, out, err = run_check(capsys, "--backend", "numba", "--explore", "15", "--seed", "9", "--json", str(tmp_path / "r.json"))
     assert code == 0 and "explore seed 9: OK: 15 cases (15 PASS)" in out, err
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["golden"]["source"] == "explore" and doc["golden"]["explore"]["seed"] == 9
@@ -226,14 +219,14 @@ def test_cli_correct_backend_exit_0(capsys, tmp_path):
 
 
 def test_cli_random_seed_is_printed(capsys):
-    code, out, err = _cli(capsys, "--explore", "2", "-q")
+    code, out, err = run_check(capsys, "--explore", "2", "-q")
     assert code == 0 and "(random; pass --seed to repeat)" in out, err
 
 
 def test_cli_wrong_backend_found_shrunk_saved_and_replayed(capsys, tmp_path):
     saved = tmp_path / "regressions"
     backend = "wrong_backends_long:OffsetOnlyBf16Positions"
-    code, out, _ = _cli(capsys, "--backend", backend, "--explore", "20", "--seed", "3", "--save-failures", str(saved),
+    code, out, _ = run_check(capsys, "--backend", backend, "--explore", "20", "--seed", "3", "--save-failures", str(saved),
                         "--json", str(tmp_path / "r.json"))
     assert code == 1
     assert "minimal failing case 1/" in out and "positions rounded to bfloat16" in out
@@ -242,17 +235,17 @@ def test_cli_wrong_backend_found_shrunk_saved_and_replayed(capsys, tmp_path):
     findings = json.loads((tmp_path / "r.json").read_text())["golden"]["explore"]["findings"]
     loaded = load_golden(saved)
     assert sorted(c.id for c in loaded.cases) == sorted(f["minimal_id"] for f in findings)
-    code, out, _ = _cli(capsys, "--backend", backend, "--golden", str(saved), "--goldens-only")
+    code, out, _ = run_check(capsys, "--backend", backend, "--golden", str(saved), "--goldens-only")
     assert code == 1 and f"{len(findings)} FAIL" in out
-    code, out, _ = _cli(capsys, "--backend", "numba", "--golden", str(saved), "--goldens-only")
+    code, out, _ = run_check(capsys, "--backend", "numba", "--golden", str(saved), "--goldens-only")
     assert code == 0
     # a second run merges into the same set
-    code, _, _ = _cli(capsys, "--backend", backend, "--explore", "10", "--seed", "40", "--save-failures", str(saved), "-q")
+    code, _, _ = run_check(capsys, "--backend", backend, "--explore", "10", "--seed", "40", "--save-failures", str(saved), "-q")
     assert len(load_golden(saved).cases) >= len(findings)
 
 
 def test_cli_nothing_to_draw_exits_3(capsys):
-    code, out, err = _cli(capsys, "--backend", "numba", "--explore", "3", "--seed", "0", "--dtype", "float16",
+    code, out, err = run_check(capsys, "--backend", "numba", "--explore", "3", "--seed", "0", "--dtype", "float16",
                           "--backend", "wrong_backends_long:OffsetOnlyBf16Positions")
     assert code == 3 and "nothing was judged" in err and "no dtype" in err
 
@@ -264,7 +257,7 @@ def test_cli_everything_declined_exits_3(capsys, monkeypatch):
     mod = types.ModuleType("declining_mod")
     mod.DeclinesAll = DeclinesAll
     monkeypatch.setitem(sys.modules, "declining_mod", mod)
-    code, _, err = _cli(capsys, "--backend", "declining_mod:DeclinesAll", "--explore", "2", "--seed", "0")
+    code, _, err = run_check(capsys, "--backend", "declining_mod:DeclinesAll", "--explore", "2", "--seed", "0")
     assert code == 3 and "nothing was judged" in err
 
 
@@ -283,5 +276,5 @@ def test_cli_missing_library_draws_nothing_and_exits_3(capsys, monkeypatch):
     mod = types.ModuleType("missing_lib_mod")
     mod.MissingLibrary = MissingLibrary
     monkeypatch.setitem(sys.modules, "missing_lib_mod", mod)
-    code, out, err = _cli(capsys, "--backend", "missing_lib_mod:MissingLibrary", "--explore", "50", "--seed", "0")
+    code, out, err = run_check(capsys, "--backend", "missing_lib_mod:MissingLibrary", "--explore", "50", "--seed", "0")
     assert code == 3 and "nothing to draw for missing_lib_mod:MissingLibrary: libfoo not installed" in err and not out

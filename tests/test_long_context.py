@@ -14,10 +14,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from cli_runs import run_check
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
 from conformance.case import GoldenCase
-from conformance.cli import main
 from conformance.long_context import LongContextPlan, chunk_inputs, default_spec, judge_row, run_long_context
 from conformance.long_context_kernel import judge_chunk
 from conformance.runner import judge_case
@@ -218,13 +218,6 @@ def test_default_spec_takes_a_declared_pairing():
     assert default_spec().head_dim == 128 and default_spec().theta == 500000.0
 
 
-def _cli(capsys, *argv):
-    code = main(["check", *argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--long-context", "0"], "--long-context=0: must be an integer in [1, 2147483648]"),
     (["--long-context", "131072,x"], "--long-context='x': must be an integer"),
@@ -240,14 +233,14 @@ def _cli(capsys, *argv):
     (["--long-context", "--explore", "3"], "cannot be combined with --long-context"),
 ])
 def test_bad_long_context_flags_are_usage_errors(capsys, argv, message):
-    code, out, err = _cli(capsys, *argv)
+    code, out, err = run_check(capsys, *argv)
     assert code == 2 and message in err and not out
 
 
 def test_cli_long_context_reports_rows(capsys, tmp_path):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SMALL.to_dict()))
-    code, out, _ = _cli(capsys, "--backend", "wrong_backends_long:CachedTableBackend", "--long-context", f"{T17},{T20}",
+    code, out, _ = run_check(capsys, "--backend", "wrong_backends_long:CachedTableBackend", "--long-context", f"{T17},{T20}",
                         "--long-heads", "1", "--chunk", "65536", "--long-spec", str(spec), "--dtype", "bfloat16",
                         "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"))
     assert code == 1
@@ -266,13 +259,13 @@ def test_cli_long_context_reports_rows(capsys, tmp_path):
 def test_cli_long_context_nothing_judged_exits_3(capsys, tmp_path):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SMALL.to_dict()))
-    code, _, err = _cli(capsys, "--backend", "wrong_backends_long:CachedTableBackend", "--long-context", "100",
+    code, _, err = run_check(capsys, "--backend", "wrong_backends_long:CachedTableBackend", "--long-context", "100",
                         "--long-heads", "1", "--long-spec", str(spec), "--dtype", "float16")
     assert code == 3 and "nothing was judged" in err
-    code, _, err = _cli(capsys, "--long-context", "100", "--long-heads", "1", "--long-spec", str(spec), "--filter", "nomatch")
+    code, _, err = run_check(capsys, "--long-context", "100", "--long-heads", "1", "--long-spec", str(spec), "--filter", "nomatch")
     assert code == 3 and "matches no long-context row" in err
 
 
 def test_cli_long_context_numba_passes(capsys):
-    code, out, _ = _cli(capsys, "--long-context", "5000", "--long-heads", "2", "--chunk", "2048", "-q")
+    code, out, _ = run_check(capsys, "--long-context", "5000", "--long-heads", "2", "--chunk", "2048", "-q")
     assert code == 0 and out.strip().splitlines()[-1].startswith("OK: 4 cases (4 PASS)")

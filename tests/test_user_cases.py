@@ -14,8 +14,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from cli_runs import run_check
 from conformance.assertions import assert_rope_conforms
-from conformance.cli import main
 from conformance.user_cases import UserCaseError, load_user_cases
 from roperef import reference
 from roperef.spec import RopeSpec
@@ -189,17 +189,10 @@ def test_bad_json_duplicate_ids_empty_dir_and_multi_spec_config(tmp_path):
     assert load_user_cases(tmp_path / "g").cases[0].spec.theta == 10000.0
 
 
-def _cli(capsys, *argv):
-    code = main(["check", *argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
-
-
 def test_cli_exit_codes_reports_and_repro(tmp_path, capsys):
     given_tables(tmp_path / "c" / "tables")
     forward_dir(tmp_path / "c" / "f")
-    code, out, _ = _cli(capsys, "--backend", "emulated-fp32", "--cases", str(tmp_path / "c"), "--json", str(tmp_path / "r.json"),
+    code, out, _ = run_check(capsys, "--backend", "emulated-fp32", "--cases", str(tmp_path / "c"), "--json", str(tmp_path / "r.json"),
                         "--markdown", str(tmp_path / "r.md"))
     assert code == 0, out
     assert f"your cases {tmp_path / 'c'}" in out
@@ -208,23 +201,23 @@ def test_cli_exit_codes_reports_and_repro(tmp_path, capsys):
     assert "Your cases" in (tmp_path / "r.md").read_text()
     bug = tmp_path / "bugmod.py"
     bug.write_text("from wrong_backends import Buggy\ndef make():\n    return Buggy(bug='positions-bf16')\n")
-    code, out, _ = _cli(capsys, "--backend", f"{bug}:make", "--cases", str(tmp_path / "c"))
+    code, out, _ = run_check(capsys, "--backend", f"{bug}:make", "--cases", str(tmp_path / "c"))
     assert code == 1
     assert f"repro: roperef check --backend {bug}:make --cases {tmp_path / 'c'} --filter mine/forward" in out
-    code, out, _ = _cli(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--filter", "tables")
+    code, out, _ = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--filter", "tables")
     assert code == 0 and "1 PASS" in out
 
 
 def test_cli_usage_errors(tmp_path, capsys):
     given_tables(tmp_path / "c" / "tables")
-    code, _, err = _cli(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--golden", str(tmp_path))
+    code, _, err = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--golden", str(tmp_path))
     assert code == 2 and "--cases judges your own cases; it cannot be combined with --golden" in err
-    code, _, err = _cli(capsys, "--backend", "numpy", "--cases", str(tmp_path / "nope"))
+    code, _, err = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "nope"))
     assert code == 2 and "not a directory" in err
-    code, _, err = _cli(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--filter", "zzz")
+    code, _, err = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--filter", "zzz")
     assert code == 2 and "no case in" in err and "matches --filter zzz" in err
     write_case(tmp_path / "c" / "bad", {"stage": "apply", "spec": {"head_dim": 8}, "oops": 1})
-    code, _, err = _cli(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"))
+    code, _, err = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"))
     assert code == 2 and "oops=1: unknown key" in err
 
 
