@@ -14,11 +14,26 @@ from .backends.base import backend_stages
 from .bugs.facts import Precision
 from .case import GoldenCase, case_features
 
-__all__ = ["Interface", "declaration_gap", "INCONSISTENT"]
+__all__ = ["Interface", "declaration_gap", "undeclared", "INCONSISTENT"]
 
 #: the prefix of a NOT_SUPPORTED message for a case the backend's capabilities declare
 INCONSISTENT = "inconsistent declaration: declined a case its capabilities declare"
 
+
+
+def undeclared(iface: Any, case: GoldenCase) -> str | None:
+    """What of ``case`` falls outside an interface's declared ``stages``, ``pairings``, ``dtypes``,
+    ``scaling_types`` and ``features`` (any object with those collections), or None when inside."""
+    if case.stage not in iface.stages:
+        return f"stage {case.stage}"
+    if case.spec.pairing not in iface.pairings:
+        return f"pairing {case.spec.pairing}"
+    if case.dtype not in iface.dtypes:
+        return f"dtype {case.dtype}"
+    if case.spec.scaling.type not in iface.scaling_types:
+        return f"scaling {case.spec.scaling.type}"
+    missing = sorted(case_features(case) - iface.features)
+    return f"feature(s) {', '.join(missing)}" if missing else None
 
 @dataclass(frozen=True)
 class Interface:
@@ -43,16 +58,7 @@ class Interface:
 
     def declares(self, case: GoldenCase) -> str | None:
         """None if the declared capabilities cover ``case``, else what is missing."""
-        if case.stage not in self.stages:
-            return f"stage {case.stage}"
-        if case.spec.pairing not in self.pairings:
-            return f"pairing {case.spec.pairing}"
-        if case.dtype not in self.dtypes:
-            return f"dtype {case.dtype}"
-        if case.spec.scaling.type not in self.scaling_types:
-            return f"scaling {case.spec.scaling.type}"
-        missing = sorted(case_features(case) - self.features)
-        return f"feature(s) {', '.join(missing)}" if missing else None
+        return undeclared(self, case)
 
     def precision(self, dtype: str) -> Precision:
         return Precision.of(self.angle_dtype, self.table_dtype, dtype)

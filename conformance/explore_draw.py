@@ -34,8 +34,9 @@ from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.positions import POSITION_MAX, POSITION_MIN, grid_2d, mrope_ids
 from roperef.spec import RopeSpec
 
-from .case import GoldenCase, case_family, case_features, numpy_dtype, shape_tag
+from .case import GoldenCase, case_family, numpy_dtype, shape_tag
 from .cases import reference_arrays
+from .declared import undeclared
 from .explore_specs import Interface, draw_spec, log_uniform, odd, pick, scaling_switches
 
 __all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_id"]
@@ -340,13 +341,4 @@ def _seq_len(draw: Draw) -> int:
 
 def declared_reason(iface: Interface, case: GoldenCase) -> str | None:
     """Why ``case`` falls outside ``iface`` (None when inside): the draw is then retried."""
-    if case.stage not in iface.stages:
-        return f"stage {case.stage}"
-    if case.spec.pairing not in iface.pairings:
-        return f"pairing {case.spec.pairing}"
-    if case.dtype not in iface.dtypes:
-        return f"dtype {case.dtype}"
-    if case.spec.scaling.type not in iface.scaling_types:
-        return f"scaling {case.spec.scaling.type}"
-    missing = sorted(case_features(case) - iface.features)
-    return f"features {', '.join(missing)}" if missing else None
+    return undeclared(iface, case)
