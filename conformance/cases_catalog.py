@@ -299,18 +299,24 @@ def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def _model(directory: str | None) -> Iterator[CaseRecipe]:
-    """One forward case per spec of each real config (per layer type / text+vision), short and long; a config
-    whose model has no RoPE (BERT, GPT-2, Nemotron-H, ...) has none."""
+    """One forward case per distinct spec of the real configs (per layer type / text+vision), short and long,
+    named after the first preset (alphabetically) that resolves to it: presets sharing a spec (Llama 2 and
+    Mistral 7B, the Qwen3-VL vision towers, ...) would only repeat the same case. A config whose model has no
+    RoPE (BERT, GPT-2, Nemotron-H, ...) has none."""
     folder = presets_dir(directory)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         warnings.warn(f"model presets not found in {folder} (set ROPEREF_PRESETS): the model family is empty",
                       stacklevel=3)
         return
+    seen: set[RopeSpec] = set()
     for path in files:
         resolved = model_rope(json.loads(path.read_text()))  # a model without RoPE has no spec: no case
         specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)
         for key, spec in sorted(specs.items()):
+            if spec in seen:
+                continue
+            seen.add(spec)
             name = path.stem + (f"@{key}" if key else "")
             d = spec.head_dim
             if spec.vision is not None:
