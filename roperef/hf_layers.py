@@ -10,15 +10,20 @@ Layer types, in order of authority (the first the config gives):
 4. ``hybrid_override_pattern``: one character per layer, ``*`` attention, ``M`` Mamba, ``-``/``E`` MLP/MoE
    (Nemotron-H); ``layers_block_type``: ``attention`` / ``mamba`` ... per layer (Jamba-like);
    ``block_types`` repeated over the layers (RecurrentGemma: ``attention`` = sliding, ``recurrent``);
-   ``attn_layer_indices`` (Bamba: attention at those indices, Mamba elsewhere);
-5. ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
+   ``attn_layer_indices`` (Bamba only: attention at those indices, Mamba elsewhere);
+5. a family's own one-key pattern (:data:`roperef.hf_layer_rules.LAYER_PATTERNS`: Qwen3-Next / Qwen3.5
+   ``full_attention_interval``, AFMoE / ModernBERT ``global_attn_every_n_layers``, Bailing-Hybrid
+   ``layer_group_size``, with the config class's default when the key is absent);
+6. ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
    ``(i + 1) % P == 0``, else ``sliding_attention`` (transformers' Gemma 3 / Cohere 2 rule);
-6. otherwise every layer is ``full_attention``.
+7. otherwise every layer is ``full_attention``.
 
 A layer has no RoPE when its type is not attention (:data:`NON_ATTENTION_TYPES`), when its type's
 per-layer-type ``rope_parameters`` entry is ``null``, or when ``no_rope_layers[i]`` is 0 (Llama 4 /
 SmolLM3: the list holds 1 for layers that *use* RoPE; without the list, ``no_rope_layer_interval`` k
-makes every k-th layer NoPE: ``use = (i + 1) % k != 0``, transformers' default).
+makes every k-th layer NoPE: ``use = (i + 1) % k != 0``, transformers' default), when the layer is in
+Mllama's ``cross_attention_layers``, or when the family's attention skips RoPE on that layer type
+(:data:`roperef.hf_layer_rules.NOPE_LAYERS`: AFMoE and EXAONE 4 full-attention layers).
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from typing import Any
 
 from .errors import bad
 from .hf_keys import Level
+from .hf_layer_rules import LAYER_INDEX_KEYS, LAYER_PATTERNS, NOPE_LAYERS
 
-__all__ = ["LAYER_NAMES", "NON_ATTENTION_TYPES", "layer_types", "rope_flags"]
+__all__ = ["LAYER_NAMES", "NON_ATTENTION_TYPES", "layer_types", "reads_layer_index_key", "rope_flags"]
 
 #: Layer-type names recognised as attention layers without a declaration.
 LAYER_NAMES = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
@@ -43,11 +49,11 @@ _PATTERN = {"*": "full_attention", "M": "mamba", "-": "mlp", "E": "moe"}
 
 
 def _count(c: Level) -> int | None:
-    """Decoder layers: ``num_hidden_layers`` / ``n_layer`` / ``num_layers``. LongCat-Flash stacks two
+    """Decoder layers: ``num_hidden_layers`` / ``n_layer`` / ``num_layers`` / ``n_layers`` (DBRX, MPT). LongCat-Flash stacks two
     attention blocks per ``num_layers`` (transformers' LongcatFlashConfig.num_hidden_layers = 2 * num_layers)."""
     if c.model_type == "longcat_flash" and c.has("num_layers") and not c.given("num_hidden_layers"):
         return 2 * c.need_int("num_layers")
-    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+    for name in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
         if c.has(name):
             return c.int_(name)
     return None
@@ -90,9 +96,14 @@ def layer_types(c: Level) -> tuple[str, ...]:
     if cycle:  # RecurrentGemma: the list repeats over the layers; "attention" blocks are local (sliding)
         names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
         return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
-    if "attn_layer_indices" in c.data:  # Bamba: attention at these indices (null: none), Mamba elsewhere
-        at = set(c.int_list("attn_layer_indices", minimum=0) or [])
+    if "attn_layer_indices" in c.data and reads_layer_index_key(c, "attn_layer_indices"):
+        at = set(c.int_list("attn_layer_indices", minimum=0) or [])  # Bamba: attention there (null: none), Mamba elsewhere
         return tuple("full_attention" if i in at else "mamba" for i in range(n))
+    rule = LAYER_PATTERNS.get(c.model_type)
+    if rule is not None:
+        k = c.int_(rule.key) if c.has(rule.key) else rule.default
+        assert k is not None
+        return tuple(rule.every if (i + rule.offset) % k == 0 else rule.other for i in range(n))
     period = c.raw("sliding_window_pattern")
     if period is not None and c.raw("sliding_window") is not None:
         p = c.need_int("sliding_window_pattern")
@@ -116,7 +127,19 @@ def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:
         flags = [(i + 1) % k != 0 for i in range(n)]
     else:
         flags = [True] * n
+    if reads_layer_index_key(c, "cross_attention_layers"):  # Mllama: cross-attention layers apply no RoPE
+        for i in c.int_list("cross_attention_layers", minimum=0) or []:
+            if i < n:
+                flags[i] = False
+    nope = NOPE_LAYERS.get(c.model_type)
+    if nope is not None and (nope.unless_null is None or c.raw(nope.unless_null) is not None):
+        flags = [f and t != nope.layer_type for f, t in zip(flags, types)]
     return tuple(f and t not in NON_ATTENTION_TYPES for f, t in zip(flags, types))
+
+
+def reads_layer_index_key(c: Level, key: str) -> bool:
+    """Does this config's model type read the layer-index list ``key`` (:data:`LAYER_INDEX_KEYS`)?"""
+    return c.model_type in LAYER_INDEX_KEYS[key][0]
 
 
 def nested_labels(section: Mapping[str, Any], declared: set[str]) -> list[str]:

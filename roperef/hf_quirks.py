@@ -37,6 +37,8 @@ class RemoteFamily:
     source: str
     in_library: str | None = None
     theta: float | None = None  # the code's base when the config has none
+    alibi_unless_hidden_size: int | None = None  # the code uses ALiBi (no RoPE) unless hidden_size is this
+    refuse: str | None = None  # why no fixed spec describes this family's RoPE (refused, naming it)
 
 
 #: Remote-code model types (not in transformers) and the modeling file each mirrors.
@@ -60,6 +62,23 @@ REMOTE_FAMILIES: Mapping[str, RemoteFamily] = MappingProxyType({
                                  "rotary_pct of each head"),
     "internlm2": RemoteFamily("half", "internlm/internlm2-chat-7b modeling_internlm2.py: Llama's rotate_half",
                               "llama"),
+    "baichuan": RemoteFamily("half", "baichuan-inc/Baichuan2-7B-Chat modeling_baichuan.py RotaryEmbedding(head_dim, "
+                                     "base=10000) and rotate_half; the 13B models (hidden_size 5120) use ALiBi "
+                                     "(vLLM baichuan.py: ROPE if hidden_size == 4096 else ALIBI)",
+                             theta=10000.0, alibi_unless_hidden_size=4096),
+    "internlm": RemoteFamily("half", "internlm/internlm-chat-7b modeling_internlm.py InternLMRotaryEmbedding(head_dim, "
+                                     "base=10000) and Llama's rotate_half", "llama", theta=10000.0),
+    "minicpm": RemoteFamily("half", "openbmb/MiniCPM-2B-sft-bf16 configuration_minicpm.py rope_theta=10000 default, "
+                                    "modeling_minicpm.py Llama's rotate_half", "llama", theta=10000.0),
+    "orion": RemoteFamily("half", "OrionStarAI/Orion-14B-Chat modeling_orion.py (vLLM orion.py): Llama's rotate_half "
+                                  "on the whole head", "llama"),
+    "bailing_moe": RemoteFamily("half", "inclusionAI/Ling models/modeling_bailing_moe.py: base = rope_theta, "
+                                        "rotate_half on head_dim = hidden_size // num_attention_heads"),
+    "telechat": RemoteFamily("half", "Tele-AI/Telechat models/7B/modeling_telechat.py RotaryEmbedding",
+                             refuse="its remote code rescales the base per sequence length (ntk_alpha from "
+                                    "log2(max(seq_len, training_seqlen) / 4096), hard-coded in modeling_telechat.py), "
+                                    "which no fixed spec describes; supply rope_theta (--set) for the length you "
+                                    "run at"),
     "phi-msft": RemoteFamily("half", "microsoft/phi-2 (2023 remote code) modeling_phi.py RotaryEmbedding(base=10000) "
                                      "and _apply_rotary_emb: x_rot[..., :rotary_dim // 2] and [..., rotary_dim // 2:] "
                                      "halves", theta=10000.0),

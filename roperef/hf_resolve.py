@@ -29,6 +29,7 @@ from typing import Any
 from . import hf_families as fam
 from .errors import bad
 from .hf_keys import Level, check_section_keys, clean, model_type_of, number
+from .hf_layer_rules import LAYER_INDEX_KEYS
 from .hf_layers import LAYER_NAMES, layer_types, nested_labels, rope_flags
 from .hf_model import ModelRope
 from .hf_quirks import MODEL_DEFAULTS, REMOTE_FAMILIES, VISION_FORMS_BY_TYPE, HFQuirks
@@ -80,6 +81,13 @@ def _no_rope_reason(c: Level, known: str, pseudo: Mapping[str, Any]) -> str | No
     if mt in fam.OTHER_ROPE_FAMILIES and mt not in _HAND_ROPE:
         bad(c.key("model_type"), mt, f"has a RoPE roperef's config reader does not model "
             f"({fam.OTHER_ROPE_FAMILIES[mt]})")
+    remote = REMOTE_FAMILIES.get(mt) if known == "remote" else None
+    if remote is not None and remote.alibi_unless_hidden_size is not None and c.has("hidden_size") and \
+            c.int_("hidden_size") != remote.alibi_unless_hidden_size:
+        return (f"model_type {mt!r} with {c.key('hidden_size')}={c.raw('hidden_size')}: its remote code uses ALiBi "
+                f"unless hidden_size is {remote.alibi_unless_hidden_size} ({remote.source})")
+    if remote is not None and remote.refuse is not None and not any(c.given(k) for k in _ROPE_KEYS):
+        bad(c.key("model_type"), mt, remote.refuse)
     if known == "unknown" and not any(c.given(k) for k in _ROPE_KEYS):
         bad(c.key("model_type"), mt or None, "is not a model type roperef knows and the config has no RoPE key "
             f"({', '.join(_ROPE_KEYS)}); supply them (overrides / --set), or rope=none if the model has no RoPE")
@@ -93,6 +101,43 @@ def _section(c: Level) -> tuple[dict[str, Any], str]:
     if chosen is not None and not isinstance(chosen, Mapping):
         bad(where, chosen, "must be a JSON object (dict) or null", TypeError)
     return clean(chosen or {}), where
+
+
+def _per_layer_lists(c: Level, types: tuple[str, ...]) -> tuple[dict[str, Any], str] | None:
+    """Per-layer ``rope_theta`` / ``partial_rotary_factors`` lists (Step-3.5): one entry per layer type, from
+    its first layer (transformers' Step3p7TextConfig.__post_init__: "taking each type's value from any one
+    of its layers (they all agree)"; roperef checks that they do). ``rope_scaling`` joins the types of
+    ``yarn_only_types`` (transformers: ``full_attention``). None when neither key is a list."""
+    thetas, factors = c.raw("rope_theta"), c.raw("partial_rotary_factors")
+    if not isinstance(thetas, list) and not isinstance(factors, list):
+        return None
+    if not types:
+        bad(c.key("rope_theta"), "<list>", "a per-layer list needs the layer count (num_hidden_layers)")
+    entries: dict[str, Any] = {}
+    for name, values in (("rope_theta", thetas), ("partial_rotary_factor", factors)):
+        if values is None or not isinstance(values, list):
+            continue
+        key = c.key("rope_theta" if name == "rope_theta" else "partial_rotary_factors")
+        if len(values) < len(types):
+            bad(key, f"<{len(values)} entries>", f"must have one entry per layer ({len(types)})")
+        for i, kind in enumerate(types):
+            first = types.index(kind)
+            if values[i] != values[first]:
+                bad(f"{key}[{i}]", values[i], f"differs from layer {first} of the same type {kind!r} "
+                    f"({values[first]}); transformers takes one value per layer type")
+            entries.setdefault(kind, {"rope_type": "default"})[name] = values[first]
+    if not isinstance(thetas, list) and thetas is not None:
+        for entry in entries.values():
+            entry["rope_theta"] = thetas
+    scaling = c.data.get("rope_scaling") or c.data.get("rope_parameters")
+    if scaling is not None:
+        if not isinstance(scaling, Mapping):
+            bad(c.key("rope_scaling"), scaling, "must be a JSON object (dict) or null", TypeError)
+        scaled = c.str_list("yarn_only_types") or ["full_attention"]
+        for kind in scaled:
+            if kind in entries:
+                entries[kind].update(clean(scaling))
+    return entries, c.key("rope_theta")
 
 
 def _labels_declared(c: Level, types: tuple[str, ...]) -> set[str]:
@@ -112,11 +157,14 @@ def _layer_label(kind: str, labels: set[str], compress: bool) -> str | None:
 def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, RopeSpec], tuple[str | None, ...],
                                                                      tuple[str, ...], str | None]:
     types = layer_types(c)
+    for key, (readers, _source) in LAYER_INDEX_KEYS.items():
+        if c.given(key) and c.model_type not in readers:
+            ctx.note(f"{c.key(key)} ignored: only {', '.join(sorted(readers))} read it (transformers)")
     reason = _no_rope_reason(c, ctx.known, pseudo)
     if reason is not None:
         return {}, (None,) * len(types), types, reason
     _runtime_rescaling(c, ctx)
-    section, where = _section(c)
+    section, where = _per_layer_lists(c, types) or _section(c)
     declared = _labels_declared(c, types)
     nested = nested_labels(section, declared)
     if nested:

@@ -16,7 +16,7 @@ exceptions. What the config does not say and cannot be defaulted from a known fa
   roperef does not know).
 - theta: the section's ``rope_theta``, else a per-label theta (``swa_rope_theta``, ``compress_rope_theta``,
   ``rope_local_base_freq``), else the top-level ``rope_theta`` / ``rotary_emb_base`` / ChatGLM
-  ``10000 * rope_ratio``, else the model type's default, else 10000 (assumed for an unknown model type).
+  ``10000 * rope_ratio``, else DBRX's ``attn_config.rope_theta``, else the model type's default, else 10000 (assumed for an unknown model type).
 """
 
 from __future__ import annotations
@@ -226,6 +226,9 @@ def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: f
         return c.need_num("rotary_emb_base")
     if c.has("rope_theta"):
         return c.need_num("rope_theta")
+    attn = c.data.get("attn_config")
+    if isinstance(attn, Mapping) and attn.get("rope_theta") is not None:  # DBRX (and MPT-style configs)
+        return number(f"{c.key('attn_config')}.rope_theta", attn["rope_theta"])
     remote = REMOTE_FAMILIES.get(c.model_type)
     if remote is not None and remote.theta is not None:
         return remote.theta

@@ -27,6 +27,12 @@ KEEP = [
     r"swa_\w+", r"compress\w*", r"use_dynamic_ntk", r"use_logn_attn", r"global_head_dim",
     r"full_attn_idxs", r"attn_type_list", r"mrope\w*", r"linear_attn_config", r"llama_4_scaling_beta",
     r"index_\w+", r"indexer_\w+", r"layer_type\w*", r"mla_\w+",
+    # keys a family's config class turns into layer types / per-layer RoPE (docs/hf-configs.md)
+    r"full_attention_interval", r"global_attn_every_n_layers", r"layer_group_size", r"cross_attention_layers",
+    r"partial_rotary_factors", r"num_nextn_predict_layers", r"yarn_only_types", r"attention_other_setting",
+    r"no_rope\w*", r"use_rope\w*", r"training_seqlen",
+    # other spellings of the width / layer keys (each config class's attribute_map)
+    r"d_model", r"n_heads", r"n_layers", r"max_seq_len", r"attn_config", r"decoder_\w+", r"encoder_\w+",
 ]
 _KEEP = re.compile("|".join(f"(?:{k})" for k in KEEP))
 
