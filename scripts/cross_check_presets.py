@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from conformance.cases_catalog import presets_dir  # noqa: E402 - imported after sys.path gains the repo root
 from conformance.hf_crosscheck import cross_check  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.preset_coverage import coverage, remote_code_presets  # noqa: E402 - imported after sys.path gains the repo root
 from roperef import hf_families as fam  # noqa: E402 - imported after sys.path gains the repo root
 from roperef.hf import model_rope  # noqa: E402 - imported after sys.path gains the repo root
 
@@ -82,12 +83,23 @@ def family_table() -> tuple[list[str], Counter]:
     return rows, verdicts
 
 
+def coverage_table(folder: Path) -> tuple[list[str], int, int]:
+    """Per transformers RoPE model type: the presets of that type, or the documented gap."""
+    rows = ["| model_type | presets (real published configs) |", "|---|---|"]
+    table = coverage(folder)
+    for fc in table:
+        rows.append(f"| {fc.model_type} | {', '.join(fc.presets) if fc.covered else 'none: ' + (fc.gap or 'UNDOCUMENTED GAP')} |")
+    return rows, sum(fc.covered for fc in table), len(table)
+
+
 def render(folder: Path) -> tuple[str, list[str]]:
     import transformers
 
     start = time.perf_counter()
     rows, verdicts, differ = preset_table(folder)
     fam_rows, fam_verdicts = family_table()
+    cov_rows, covered, families = coverage_table(folder)
+    remote = remote_code_presets(folder)
     took = time.perf_counter() - start
     text = "\n".join([
         BEGIN,
@@ -101,6 +113,13 @@ def render(folder: Path) -> tuple[str, list[str]]:
         + ", ".join(f"{v} {k}" for k, v in sorted(fam_verdicts.items())) + "; the others:",
         "",
         *fam_rows,
+        "",
+        f"Coverage: {covered} of the {families} RoPE model types of `ROPE_FAMILIES` have a real published config "
+        f"in the corpus (`conformance/preset_coverage.py`); the others name the reason "
+        f"(`conformance/preset_gaps.py`). Remote-code families (model types transformers does not ship): "
+        + ", ".join(f"{stem} (`{mt}`)" for stem, mt in remote) + ".",
+        "",
+        *cov_rows,
         "",
         "The model types of `ROPE_FAMILIES`, by the pairing their attention applies:",
         "",

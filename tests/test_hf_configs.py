@@ -69,6 +69,7 @@ EXPECTED_TEAM = frozenset(EXPECTED)  # the team's first 25 presets (their _sourc
 
 # The real corpus grown for issue 12 (conformance/presets/*.json; values read off each file's published keys).
 DS_YARN = dict(original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0)
+L31_BANDS = dict(low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
 EXPECTED.update({
     # swa_rope_theta + hybrid_layer_pattern; rho 0.334 of 192: int(64.128) = 64 channels
     "mimo-v2-flash": {"full_attention": (192, 64, "half", 5e6, "default", {}),
@@ -127,6 +128,61 @@ VISION = {"mistral-small-3.1-24b-instruct": "pixtral", "pixtral-12b": "pixtral",
           "qwen3.5-27b": "qwen_vl"}
 #: Assumptions a preset may carry (everything else resolves without one).
 ASSUMED = {"qwen-1.8b-chat": {"use_dynamic_ntk"}}
+
+# Corpus grown for issue 12 item 5 (transformers families and remote-code families), read by hand off each config
+# and its family's transformers (or remote) source; the comments give the rule each value comes from.
+EXPECTED.update({
+    # llama3 in rope_scaling, top-level rope_theta; ApertusAttention rotate_half; D = 4096 // 32
+    "apertus-8b-2509": {"": (4096 // 32, 128, "half", 12e6, "llama3", dict(factor=8.0, **L31_BANDS))},
+    "apertus-v1.5-8b": {"": (4096 // 32, 128, "half", 4e6, "llama3", dict(factor=32.0, **L31_BANDS))},  # text_config
+    # afmoe: head_dim 128, default RoPE at 1e4 (full layers are NoPE: LAYERS)
+    "trinity-nano-preview": {"": (128, 128, "half", 1e4, "default", {})},
+    # bailing_hybrid: head_dim = qk_rope_head_dim 64 (BailingHybridConfig), interleaved apply, theta 6e6 default
+    "ling-3.0-tiny": {"": (64, 64, "adjacent_in_half_out", 6e6, "default", {})},
+    # DBRX: d_model 6144 / n_heads 48; theta attn_config.rope_theta 5e5 as published (transformers 5.24 drops it)
+    "dbrx-instruct": {"": (6144 // 48, 128, "half", 5e5, "default", {})},
+    "dots.llm1.inst": {"": (4096 // 32, 128, "half", 1e7, "default", {})},
+    # Gemma-4-like per-type rope_parameters: full on global_head_dim 512, proportional rho 0.25
+    "diffusiongemma-26b-a4b-it": {"full_attention": (512, 512, "half", 1e6, "proportional", dict(partial_rotary_factor=0.25)),
+                                  "sliding_attention": (256, 256, "half", 1e4, "default", {})},
+    "exaone-4.0-32b": {"": (128, 128, "half", 1e6, "llama3", dict(factor=16.0, **L31_BANDS))},
+    "k-exaone-236b-a23b": {"": (128, 128, "half", 1e6, "default", {})},
+    "glm-4.5": {"": (128, 64, "half", 1e6, "default", {})},  # glm4_moe default init reads rho 0.5
+    # glm4_moe_lite: D = qk_rope_head_dim 64, rope_interleave defaults to true
+    "glm-4.7-flash": {"": (64, 64, "adjacent_in_half_out", 1e6, "default", {})},
+    # falcon_h1: every layer is hybrid (attention + Mamba); attn_layer_indices is not a FalconH1Config field
+    "falcon-h1-0.5b-instruct": {"": (64, 64, "half", 1e11, "default", {})},
+    "granite-swash-2b": {"": (2560 // 20, 128, "half", 1e4, "default", {})},
+    "falcon-7b-instruct": {"": (4544 // 71, 64, "half", 1e4, "default", {})},  # alibi false; FalconConfig theta 1e4
+    "helium-1-preview-2b": {"": (128, 128, "adjacent", 1e5, "default", {})},  # repeat_interleave cos/sin
+    "laguna-xs.2-fp8": {"full_attention": (128, 64, "half", 5e5, "yarn", dict(
+        factor=64.0, original_max_position_embeddings=4096, beta_fast=64.0, beta_slow=1.0,
+        attention_factor=1.4158883083359672)),
+        "sliding_attention": (128, 128, "half", 1e4, "default", {})},
+    "ministral-3-3b-instruct-2512": {"text": (128, 128, "half", 1e6, "yarn", dict(
+        factor=16.0, original_max_position_embeddings=16384, beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)),
+        "vision": (1024 // 16, 64, "half", 1e4, "default", {})},
+    "qwen3.5-35b-a3b": {"text": (256, 64, "half", 1e7, "default", {}), "vision": (1152 // 16, 72, "half", 1e4, "default", {})},
+    "qwen3-next-80b-a3b-thinking": {"": (256, 64, "half", 1e7, "default", {})},  # rho 0.25 of 256
+    # per-layer rope_theta / partial_rotary_factors lists: each layer type takes its first layer's values;
+    # rope_scaling (llama3) joins full_attention only
+    "step-3.5-flash": {"full_attention": (128, 64, "half", 5e6, "llama3", dict(
+        factor=2.0, low_freq_factor=1.0, high_freq_factor=32.0, original_max_position_embeddings=131072)),
+        "sliding_attention": (128, 128, "half", 1e4, "default", {})},
+    # remote code: ChatGLM2/3 rotate half of each 128 head in adjacent pairs at 10000 * rope_ratio (absent: 1)
+    "chatglm2-6b": {"": (128, 64, "adjacent", 1e4, "default", {})},
+    "chatglm3-6b": {"": (128, 64, "adjacent", 1e4, "default", {})},
+    "orion-14b-chat": {"": (5120 // 40, 128, "half", 1e4, "default", {})},
+    "ling-plus": {"": (5376 // 42, 128, "half", 6e5, "default", {})},
+    # config-only in transformers (mapped to Llama): dynamic NTK factor 6 at M 32768
+    "internlm3-8b-instruct": {"": (128, 128, "half", 5e7, "dynamic", dict(factor=6.0, max_position_embeddings=32768))},
+    # remote code without a RoPE key: the code's base 10000, rotate_half on the whole head
+    "baichuan2-7b-chat": {"": (4096 // 32, 128, "half", 1e4, "default", {})},
+    "internlm-chat-7b": {"": (4096 // 32, 128, "half", 1e4, "default", {})},
+    "minicpm-2b-sft-bf16": {"": (2304 // 36, 64, "half", 1e4, "default", {})},
+})
+MROPE["qwen3.5-35b-a3b"] = ((11, 11, 10), "interleaved")
+VISION.update({"ministral-3-3b-instruct-2512": "pixtral", "qwen3.5-35b-a3b": "qwen_vl"})
 
 
 def _preset_files() -> list[Path]:
@@ -434,6 +490,30 @@ LAYERS = {
     "glm-5": (78, {"text": 78}),
     "qwen3-vl-30b-a3b-instruct": (48, {"text": 48}),
 }
+LAYERS.update({
+    # AfmoeConfig: full at (i + 1) % global_attn_every_n_layers (4) == 0; AfmoeAttention rotates sliding layers only
+    "trinity-nano-preview": (56, {"text": 42, None: 14}),
+    # BailingHybridConfig: full at (i + 1) % layer_group_size (4) == 0, linear attention (no RoPE) elsewhere
+    "ling-3.0-tiny": (24, {"text": 6, None: 18}),
+    "dbrx-instruct": (40, {"text": 40}),  # n_layers
+    "dots.llm1.inst": (62, {"text": 62}),
+    "diffusiongemma-26b-a4b-it": (30, {"full_attention": 5, "sliding_attention": 25}),
+    # sliding_window_pattern 4 with a sliding_window: full at (i + 1) % 4 == 0, and EXAONE 4's full layers are NoPE
+    "exaone-4.0-32b": (32, {"text": 24, None: 8}),
+    "k-exaone-236b-a23b": (4, {"text": 3, None: 1}),  # layer_types LLLG
+    "glm-4.5": (92, {"text": 92}),
+    "glm-4.7-flash": (47, {"text": 47}),
+    "falcon-h1-0.5b-instruct": (36, {"text": 36}),
+    "granite-swash-2b": (24, {"text": 24}),
+    "laguna-xs.2-fp8": (40, {"full_attention": 10, "sliding_attention": 30}),
+    "qwen3.5-35b-a3b": (40, {"text": 10, None: 30}),
+    # no layer_types: Qwen3NextConfig builds them from full_attention_interval 4; linear attention has no RoPE
+    "qwen3-next-80b-a3b-thinking": (48, {"text": 12, None: 36}),
+    "step-3.5-flash": (45, {"full_attention": 12, "sliding_attention": 33}),  # layer_types[:45]
+    "chatglm2-6b": (28, {"text": 28}),  # num_layers
+    "ling-plus": (88, {"text": 88}),
+    "internlm3-8b-instruct": (48, {"text": 48}),
+})
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
@@ -474,3 +554,120 @@ def test_deepseek_v4_compress_rope_facts():
     assert att == 1.0
     w_main, _ = inv_freq(result["main"])
     np.testing.assert_allclose(w_main, 1e4 ** (-np.arange(32) * 2 / 64), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- coverage of transformers' families
+
+def test_every_rope_family_has_a_real_config_or_a_documented_gap():
+    """Issue 12 item 5: each RoPE model type transformers ships is covered by a real published config, or
+    conformance/preset_gaps.py says why not; a gap that gains a preset must leave the list."""
+    from conformance.preset_coverage import coverage
+    from conformance.preset_gaps import GAPS
+    from roperef.hf_families import ROPE_FAMILIES
+
+    table = coverage(PRESETS)
+    assert {fc.model_type for fc in table} == set(ROPE_FAMILIES)
+    undocumented = [fc.model_type for fc in table if not fc.covered and not fc.gap]
+    stale = [fc.model_type for fc in table if fc.covered and fc.gap]
+    assert not undocumented, f"no preset and no documented gap: {undocumented}"
+    assert not stale, f"covered by a preset but still listed in preset_gaps.GAPS: {stale}"
+    assert set(GAPS) <= set(ROPE_FAMILIES), set(GAPS) - set(ROPE_FAMILIES)
+    assert all(len(reason) > 20 for reason in GAPS.values())
+
+
+def test_preset_model_types_reach_wrapped_and_nested_configs():
+    from conformance.preset_coverage import preset_model_types
+
+    assert preset_model_types({"model_type": "qwen2_5_vl"}) == {"qwen2_5_vl", "qwen2_5_vl_text"}
+    nested = {"model_type": "x_omni", "thinker_config": {"text_config": {"model_type": "x_text"}},
+              "_notes": {"model_type": "ignored"}}
+    assert preset_model_types(nested) == {"x_omni", "x_text"}
+
+
+# ----------------------------------------------------------------------------- real configs refused with a reason
+
+REFUSED_DIR = Path(__file__).resolve().parent / "data" / "refused_configs"
+#: Real published configs roperef must refuse (no fixed spec describes them), with what the message names.
+REFUSED = {
+    # Tele-AI/Telechat modeling_telechat.py: base rescaled per length (ntk_alpha from training_seqlen and seq_len)
+    "telechat-7b": r"model_type='telechat': .*rescales the base per sequence length",
+    "telechat-12b": r"model_type='telechat': .*rescales the base per sequence length",
+}
+
+
+def test_refused_real_configs_are_exactly_the_listed_ones():
+    assert {p.stem for p in REFUSED_DIR.glob("*.json")} == set(REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_real_config_refused_with_reason(name):
+    path = REFUSED_DIR / f"{name}.json"
+    data = json.loads(path.read_text())
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+:\S+@[0-9a-f]{40}( .*)?", data["_source"])
+    with pytest.raises(ValueError, match=REFUSED[name]):
+        model_rope(path)
+    # supplying the value the message asks for resolves it
+    assert model_rope(path, overrides={"rope_theta": 10000.0}).has_rope
+
+
+# ----------------------------------------------------------------------------- family layer rules (synthetic configs)
+
+def _base(model_type: str, n: int = 8, **kw):
+    return {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+            "num_hidden_layers": n, "rope_theta": 10000.0, **kw}
+
+
+def test_one_key_layer_patterns_follow_each_family_and_its_default():
+    # Qwen3-Next: (i + 1) % full_attention_interval; absent: 4 (Qwen3NextConfig)
+    assert model_rope(_base("qwen3_next", full_attention_interval=2)).layers == (None, "text") * 4
+    assert model_rope(_base("qwen3_next")).layers == (None, None, None, "text") * 2
+    # AFMoE: full at (i + 1) % k == 0, sliding elsewhere; the full layers are NoPE
+    afmoe = model_rope(_base("afmoe", global_attn_every_n_layers=2))
+    assert afmoe.layer_types == ("sliding_attention", "full_attention") * 4 and afmoe.layers == ("text", None) * 4
+    # ModernBERT counts from 0: layer 0 is global
+    assert model_rope(_base("modernbert", n=6)).layer_types == ("full_attention", "sliding_attention", "sliding_attention") * 2
+    # Bailing-Hybrid: default group 6
+    assert model_rope(_base("bailing_hybrid", n=12, qk_rope_head_dim=64)).layers.count(None) == 10
+    # an unrelated family does not read another family's key
+    assert model_rope(_base("llama", full_attention_interval=2)).layers == ("text",) * 8
+
+
+def test_exaone4_full_layers_are_nope_only_with_a_sliding_window():
+    hybrid = model_rope(_base("exaone4", sliding_window=4096, sliding_window_pattern=4))
+    assert hybrid.layers == ("text", "text", "text", None) * 2
+    types = ["full_attention"] * 8
+    assert model_rope(_base("exaone4", sliding_window=None, layer_types=types)).layers == ("text",) * 8
+
+
+def test_layer_index_keys_only_for_the_families_that_read_them():
+    falcon_h1 = model_rope(_base("falcon_h1", attn_layer_indices=[1, 3]))
+    assert falcon_h1.layers == ("text",) * 8
+    assert any("attn_layer_indices ignored" in n for n in falcon_h1.notes)
+    assert model_rope(_base("bamba", attn_layer_indices=[1, 3])).layers == (None, "text", None, "text", None, None, None, None)
+    mllama = {"model_type": "mllama", "text_config": _base("mllama_text_model", cross_attention_layers=[0, 5])}
+    assert model_rope(mllama).layers == (None, "text", "text", "text", "text", None, "text", "text")
+
+
+def test_per_layer_theta_lists_take_each_types_first_layer_and_must_agree():
+    types = ["full_attention", "sliding_attention"] * 2
+    cfg = _base("step3p5", n=4, layer_types=types, rope_theta=[5e6, 1e4, 5e6, 1e4],
+                partial_rotary_factors=[0.5, 1.0, 0.5, 1.0],
+                rope_scaling={"rope_type": "llama3", "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 32.0,
+                              "original_max_position_embeddings": 4096})
+    specs = spec_from_config(cfg)
+    assert (specs["full_attention"].theta, specs["full_attention"].rotary_dim, specs["full_attention"].scaling.type) == (5e6, 64, "llama3")
+    assert (specs["sliding_attention"].theta, specs["sliding_attention"].rotary_dim, specs["sliding_attention"].scaling.type) == (1e4, 128, "default")
+    with pytest.raises(ValueError, match=r"rope_theta\[2\]=.*differs from layer 0 of the same type 'full_attention'"):
+        spec_from_config({**cfg, "rope_theta": [5e6, 1e4, 4e6, 1e4]})
+    with pytest.raises(ValueError, match=r"partial_rotary_factors='<3 entries>': must have one entry per layer \(4\)"):
+        spec_from_config({**cfg, "partial_rotary_factors": [0.5, 1.0, 0.5]})
+
+
+def test_remote_family_rules():
+    # Baichuan: RoPE at hidden_size 4096 (7B), ALiBi otherwise (13B)
+    assert spec_from_config({"model_type": "baichuan", "hidden_size": 4096, "num_attention_heads": 32}).theta == 1e4
+    no = model_rope({"model_type": "baichuan", "hidden_size": 5120, "num_attention_heads": 40})
+    assert not no.has_rope and "ALiBi" in (no.no_rope or "")
+    # DBRX-style attn_config.rope_theta when there is no top-level theta
+    dbrx = {"model_type": "dbrx", "d_model": 1024, "n_heads": 8, "n_layers": 2, "attn_config": {"rope_theta": 5e5}}
+    assert spec_from_config(dbrx).theta == 5e5 and len(model_rope(dbrx).layers) == 2
