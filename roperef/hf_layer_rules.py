@@ -7,8 +7,8 @@
 - :data:`NOPE_LAYERS`: families whose attention skips RoPE on some layers although the layer is attention
   and nothing in the config says "NoPE" (the condition is in the attention's ``forward``).
 - :data:`LAYER_INDEX_KEYS`: keys listing layer indices that families read: ``attn_layer_indices`` (Bamba:
-  attention at those indices, Mamba elsewhere) and ``cross_attention_layers`` (Mllama: cross-attention
-  layers, no RoPE). Other families' configs may carry the key (Falcon-H1 publishes
+  attention at those indices, Mamba elsewhere), ``full_attn_idxs`` (LFM2: attention there, convolution
+  elsewhere) and ``cross_attention_layers`` (Mllama: cross-attention layers, no RoPE). Other families' configs may carry the key (Falcon-H1 publishes
   ``attn_layer_indices: null``) but transformers ignores it there; so does roperef (noted).
 
 Each entry names the transformers source it mirrors; ``tests/test_hf_configs.py`` checks them on real
@@ -80,6 +80,8 @@ NOPE_LAYERS: Mapping[str, NopeLayers] = MappingProxyType({
 #: key -> (model types that read it, what the listed layers are).
 LAYER_INDEX_KEYS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType({
     "attn_layer_indices": (frozenset({"bamba"}), "configuration_bamba.py: attention at these indices, Mamba elsewhere"),
+    "full_attn_idxs": (frozenset({"lfm2"}), "configuration_lfm2.py Lfm2Config.__post_init__: 'full_attention' if i in "
+                                             "full_attn_idxs else 'conv' (absent: every layer)"),
     "cross_attention_layers": (frozenset({"mllama", "mllama_text_model"}),
                                "modeling_mllama.py: MllamaCrossAttentionDecoderLayer at these indices; its "
                                "MllamaTextCrossAttention applies no RoPE"),

@@ -10,7 +10,8 @@ Layer types, in order of authority (the first the config gives):
 4. ``hybrid_override_pattern``: one character per layer, ``*`` attention, ``M`` Mamba, ``-``/``E`` MLP/MoE
    (Nemotron-H); ``layers_block_type``: ``attention`` / ``mamba`` ... per layer (Jamba-like);
    ``block_types`` repeated over the layers (RecurrentGemma: ``attention`` = sliding, ``recurrent``);
-   ``attn_layer_indices`` (Bamba only: attention at those indices, Mamba elsewhere);
+   ``attn_layer_indices`` (Bamba only: attention at those indices, Mamba elsewhere); ``full_attn_idxs``
+   (LFM2 only: attention at those indices, convolution elsewhere);
 5. a family's own one-key pattern (:data:`roperef.hf_layer_rules.LAYER_PATTERNS`: Qwen3-Next / Qwen3.5
    ``full_attention_interval``, AFMoE / ModernBERT ``global_attn_every_n_layers``, Bailing-Hybrid
    ``layer_group_size``, with the config class's default when the key is absent);
@@ -99,6 +100,9 @@ def layer_types(c: Level) -> tuple[str, ...]:
     if "attn_layer_indices" in c.data and reads_layer_index_key(c, "attn_layer_indices"):
         at = set(c.int_list("attn_layer_indices", minimum=0) or [])  # Bamba: attention there (null: none), Mamba elsewhere
         return tuple("full_attention" if i in at else "mamba" for i in range(n))
+    if "full_attn_idxs" in c.data and reads_layer_index_key(c, "full_attn_idxs"):
+        at = set(c.int_list("full_attn_idxs", minimum=0) or [])  # LFM2: attention there, convolution elsewhere
+        return tuple("full_attention" if i in at else "conv" for i in range(n))
     rule = LAYER_PATTERNS.get(c.model_type)
     if rule is not None:
         k = c.int_(rule.key) if c.has(rule.key) else rule.default

@@ -130,6 +130,8 @@ class HFQuirks:
     - ``gptj_theta``: GPT-J / CodeGen hard-code theta 10000 and ignore ``rope_theta`` (``None``: read it).
     - ``pixtral_head_dim_from_hidden``: Pixtral vision head_dim is ``hidden_size // num_attention_heads``
       (the config's ``head_dim`` key is overwritten).
+    - ``head_dim_from_hidden``: model types whose config class overwrites ``head_dim`` with
+      ``hidden_size // num_attention_heads`` (RecurrentGemma, ``RecurrentGemmaConfig.__post_init__``).
     """
 
     default_honours_partial_rotary: frozenset[str] = fam.PARTIAL_IN_DEFAULT | _F({
@@ -154,6 +156,7 @@ class HFQuirks:
     zero_beta_is_unset: bool = True
     gptj_theta: float | None = 10000.0
     pixtral_head_dim_from_hidden: bool = True
+    head_dim_from_hidden: frozenset[str] = _F({"recurrent_gemma"})
 
 
 def _ro(**kw: Any) -> Mapping[str, Any]:
@@ -187,6 +190,9 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "dots3_note_text": _ro(swa_rope_theta=50_000.0),
     "llama4_text": _ro(no_rope_layer_interval=4),
     "smollm3": _ro(no_rope_layer_interval=4),
+    # configuration_recurrent_gemma.py: block_types default (recurrent, recurrent, attention), cycled over the
+    # layers (published configs that spell it "_block_types" get this default in transformers 5.24)
+    "recurrent_gemma": _ro(block_types=("recurrent", "recurrent", "attention")),
     "pixtral": _ro(hidden_size=1024, num_attention_heads=16, rope_theta=10000.0),
     "qwen2_vl_vision": _ro(embed_dim=1280, num_heads=16, rope_theta=10000.0),
     "qwen2_5_vl_vision": _ro(hidden_size=3584, num_heads=16, rope_theta=10000.0),

@@ -77,7 +77,8 @@ def head_dim(c: Level, quirks: HFQuirks) -> int:
     """D: ``qk_rope_head_dim`` (MLA), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
     ``hidden_size // num_attention_heads`` (also ``n_embd // n_head``, vision ``embed_dim`` / ``num_heads``)."""
     for name in ("qk_rope_head_dim", "head_dim", "attention_head_dim", "kv_channels"):
-        if c.model_type == "pixtral" and name == "head_dim" and quirks.pixtral_head_dim_from_hidden:
+        if name == "head_dim" and ((c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden)
+                                   or c.model_type in quirks.head_dim_from_hidden):
             continue
         if c.has(name):
             return c.need_int(name)

@@ -119,7 +119,7 @@ EXPECTED.update({
 })
 #: Real configs whose model has no RoPE anywhere (not a default spec).
 NO_ROPE = {"gpt2", "gpt-bigcode-santacoder", "snowflake-arctic-embed-m", "bert-base-multilingual-cased", "bart-base",
-           "nemotron-3-nano-30b-a3b", "kimi-k3"}
+           "nemotron-3-nano-30b-a3b", "kimi-k3", "granite-4.0-h-350m"}
 MROPE = {"glm-4.5v": ((8, 12, 12), "chunked"), "qwen2.5-vl-7b-instruct": ((16, 24, 24), "chunked"),
          "qwen3-vl-32b-instruct": ((24, 20, 20), "interleaved"), "qwen3.5-27b": ((11, 11, 10), "interleaved"),
          "qwen3-vl-30b-a3b-instruct": ((24, 20, 20), "interleaved")}
@@ -180,6 +180,18 @@ EXPECTED.update({
     "baichuan2-7b-chat": {"": (4096 // 32, 128, "half", 1e4, "default", {})},
     "internlm-chat-7b": {"": (4096 // 32, 128, "half", 1e4, "default", {})},
     "minicpm-2b-sft-bf16": {"": (2304 // 36, 64, "half", 1e4, "default", {})},
+    "granite-3.3-2b-instruct": {"": (2048 // 32, 64, "half", 1e7, "default", {})},
+    # RecurrentGemma: D = 2560 // 10 (the config class overwrites head_dim), partial_rotary_factor 0.5 honoured
+    "recurrentgemma-2b": {"": (2560 // 10, 128, "half", 1e4, "default", {})},
+    "smollm3-3b": {"": (2048 // 16, 128, "half", 5e6, "default", {})},
+    # ERNIE 4.5: published head_dim 128 (hidden 1024 / 16 heads would be 64); rotate_half on 0::2 / 1::2 = adjacent
+    "ernie-4.5-0.3b-base-pt": {"": (128, 128, "adjacent", 5e5, "default", {})},
+    "ernie-4.5-21b-a3b-pt": {"": (2560 // 20, 128, "adjacent", 5e5, "default", {})},
+    # CodeGen: n_embd 2048 / n_head 16; rotary_dim 64 sliced in the attention, rotate_every_two, fixed base 10000
+    "codegen2-1b": {"": (2048 // 16, 64, "adjacent", 1e4, "default", {})},
+    "bitnet-b1.58-2b-4t-bf16": {"": (2560 // 20, 128, "half", 5e5, "default", {})},
+    "llama-3.2-11b-vision": {"": (4096 // 32, 128, "half", 5e5, "llama3", L31)},  # mllama text_config
+    "nemotron-mini-4b": {"": (3072 // 24, 64, "half", 1e4, "default", {})},  # partial_rotary_factor 0.5
 })
 MROPE["qwen3.5-35b-a3b"] = ((11, 11, 10), "interleaved")
 VISION.update({"ministral-3-3b-instruct-2512": "pixtral", "qwen3.5-35b-a3b": "qwen_vl"})
@@ -513,6 +525,17 @@ LAYERS.update({
     "chatglm2-6b": (28, {"text": 28}),  # num_layers
     "ling-plus": (88, {"text": 88}),
     "internlm3-8b-instruct": (48, {"text": 48}),
+    "granite-3.3-2b-instruct": (40, {"text": 40}),
+    # position_embedding_type "nope": no RoPE; 4 attention layers among 32 (layer_types)
+    "granite-4.0-h-350m": (32, {None: 32}),
+    # block_types default cycle (recurrent, recurrent, attention) over 26 layers: 8 attention layers
+    "recurrentgemma-2b": (26, {"text": 8, None: 18}),
+    "smollm3-3b": (36, {"text": 27, None: 9}),  # no_rope_layers [1, 1, 1, 0] x 9
+    "ernie-4.5-0.3b-base-pt": (18, {"text": 18}),
+    "codegen2-1b": (16, {"text": 16}),  # n_layer
+    # cross_attention_layers [3, 8, ..., 38]: MllamaTextCrossAttention applies no RoPE
+    "llama-3.2-11b-vision": (40, {"text": 32, None: 8}),
+    "nemotron-mini-4b": (32, {"text": 32}),
 })
 
 
@@ -644,6 +667,9 @@ def test_layer_index_keys_only_for_the_families_that_read_them():
     assert falcon_h1.layers == ("text",) * 8
     assert any("attn_layer_indices ignored" in n for n in falcon_h1.notes)
     assert model_rope(_base("bamba", attn_layer_indices=[1, 3])).layers == (None, "text", None, "text", None, None, None, None)
+    lfm2 = model_rope(_base("lfm2", n=6, full_attn_idxs=[2, 5]))
+    assert lfm2.layer_types == ("conv", "conv", "full_attention", "conv", "conv", "full_attention")
+    assert lfm2.layers == (None, None, "text", None, None, "text")
     mllama = {"model_type": "mllama", "text_config": _base("mllama_text_model", cross_attention_layers=[0, 5])}
     assert model_rope(mllama).layers == (None, "text", "text", "text", "text", None, "text", "text")
 
