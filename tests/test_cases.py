@@ -13,9 +13,8 @@ from conformance.case import CaseRecipe, GoldenCase, check_case_fields
 from conformance.cases import DisagreementError, catalogue, materialize, recipe_positions
 from conformance.cases_catalog import presets_dir
 from conformance.selection import select
-from roperef.spec import RopeSpec
 from conformance.vocabulary import DTYPES, FAMILIES, FLAGS, USER_TIER
-from roperef.spec import PAIRINGS, SCALING_TYPES
+from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec
 
 SMOKE = catalogue("smoke")
 FULL = catalogue("full")
