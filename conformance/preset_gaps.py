@@ -10,7 +10,8 @@ repositories), never that the type is unread.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
-GAPS = MappingProxyType({
+GAPS: Mapping[str, str] = MappingProxyType({
 })

@@ -4,8 +4,10 @@
   config gives no list (layer ``i`` is the ``every`` type when ``(i + offset) % k == 0``, else ``other``).
   The rules differ per family (AFMoE counts from 1, ModernBERT from 0), so each is read only for its
   model types, with its config class's default for ``k``.
-- :data:`NOPE_LAYERS`: families whose attention skips RoPE on some layers although the layer is attention
-  and nothing in the config says "NoPE" (the condition is in the attention's ``forward``).
+- :data:`NOPE_LAYERS`: families whose attention (or model ``forward``) skips RoPE on every layer that is not
+  a sliding-window layer, although nothing in the config says "NoPE" (AFMoE, Cohere 2, Flint, LaraMini,
+  and EXAONE 4 / Kolibri while ``sliding_window`` is set).
+- :data:`LAYER_THETAS`: families with a per-layer base ``layer_rope_theta`` (0 = NoPE).
 - :data:`LAYER_INDEX_KEYS`: keys listing layer indices that families read: ``attn_layer_indices`` (Bamba:
   attention at those indices, Mamba elsewhere), ``full_attn_idxs`` (LFM2: attention there, convolution
   elsewhere) and ``cross_attention_layers`` (Mllama: cross-attention layers, no RoPE). Other families' configs may carry the key (Falcon-H1 publishes
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["LAYER_PATTERNS", "LAYER_INDEX_KEYS", "NOPE_LAYERS", "LayerPattern", "NopeLayers"]
+__all__ = ["LAYER_INDEX_KEYS", "LAYER_PATTERNS", "LAYER_THETAS", "NOPE_LAYERS", "LayerPattern", "LayerThetas", "NopeLayers"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,22 @@ class LayerPattern:
 
 @dataclass(frozen=True)
 class NopeLayers:
-    """Layers of ``layer_type`` apply no RoPE; with ``unless_null``, only while that config key is set."""
+    """Only layers of type ``rope_type`` apply RoPE (the others are NoPE); with ``unless_null``, only while that
+    config key is set (null: every layer applies RoPE). ``dense_prefix_rope``: Cohere2-MoE's exception, a layer
+    whose MLP is dense applies RoPE while ``prefix_dense_sliding_window_pattern`` is 1."""
 
-    layer_type: str
+    rope_type: str
     unless_null: str | None
+    source: str
+    dense_prefix_rope: bool = False
+
+
+@dataclass(frozen=True)
+class LayerThetas:
+    """``layer_rope_theta``: one base per layer, ``0`` = NoPE (Granite-SWA, Muse). Absent: every layer at the
+    config's theta, or, with ``nope_every`` k, NoPE where ``(n - 1 - i) % k == 0`` (Muse's default)."""
+
+    nope_every: int | None
     source: str
 
 
@@ -70,11 +84,30 @@ LAYER_PATTERNS: Mapping[str, LayerPattern] = MappingProxyType({
 
 _EXAONE = ("modeling_{}.py {}Attention.forward: 'if self.sliding_window is None or self.is_sliding: "
            "apply_rotary_pos_emb' (global NoPE for hybrid attention)")
+_SLIDING_ONLY = ("modeling_{}.py {}Attention.forward: 'if self.sliding_window is not None: apply_rotary_pos_emb', "
+                 "self.sliding_window set for sliding_attention layers only")
+_S = "sliding_attention"
 NOPE_LAYERS: Mapping[str, NopeLayers] = MappingProxyType({
-    "afmoe": NopeLayers("full_attention", None, "modeling_afmoe.py AfmoeAttention.forward: 'if "
-                                                "self.is_local_attention: apply_rotary_pos_emb'"),
-    "exaone4": NopeLayers("full_attention", "sliding_window", _EXAONE.format("exaone4", "Exaone4")),
-    "exaone_moe": NopeLayers("full_attention", "sliding_window", _EXAONE.format("exaone_moe", "ExaoneMoe")),
+    "afmoe": NopeLayers(_S, None, "modeling_afmoe.py AfmoeAttention.forward: 'if self.is_local_attention: "
+                                  "apply_rotary_pos_emb'"),
+    "exaone4": NopeLayers(_S, "sliding_window", _EXAONE.format("exaone4", "Exaone4")),
+    "exaone_moe": NopeLayers(_S, "sliding_window", _EXAONE.format("exaone_moe", "ExaoneMoe")),
+    "kolibri1": NopeLayers(_S, "sliding_window", _EXAONE.format("kolibri1", "Kolibri1")),
+    "cohere2": NopeLayers(_S, None, _SLIDING_ONLY.format("cohere2", "Cohere2")),
+    "flint": NopeLayers(_S, None, _SLIDING_ONLY.format("flint", "Flint")),
+    "cohere2_moe": NopeLayers(_S, None, _SLIDING_ONLY.format("cohere2_moe", "Cohere2Moe") + " or self.force_rope "
+                                        "(mlp_layer_types[i] == 'dense' and prefix_dense_sliding_window_pattern == 1)",
+                              dense_prefix_rope=True),
+    "lara_mini": NopeLayers(_S, None, "modeling_lara_mini.py LaraMiniModel.forward: position_embeddings only if "
+                                      "layer_type == 'sliding_attention', else None (NoPE)"),
+})
+
+_THETAS = "configuration_{}.py: layer_rope_theta, per-layer base, 0 = NoPE; modeling passes position_embeddings=None there"
+LAYER_THETAS: Mapping[str, LayerThetas] = MappingProxyType({
+    "granite_swa": LayerThetas(None, _THETAS.format("granite_swa")),
+    "granitemoe_swa": LayerThetas(None, _THETAS.format("granitemoe_swa")),
+    "muse_spark_text": LayerThetas(4, _THETAS.format("muse_spark") + "; default NoPE where (n - 1 - i) % 4 == 0"),
+    "muse_glimmer_text": LayerThetas(4, _THETAS.format("muse_glimmer") + "; default NoPE where (n - 1 - i) % 4 == 0"),
 })
 
 #: key -> (model types that read it, what the listed layers are).

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import bad
-from .hf_keys import Level
-from .hf_layer_rules import LAYER_INDEX_KEYS, LAYER_PATTERNS, NOPE_LAYERS
+from .hf_keys import Level, number
+from .hf_layer_rules import LAYER_INDEX_KEYS, LAYER_PATTERNS, LAYER_THETAS, NOPE_LAYERS
 
 __all__ = ["LAYER_NAMES", "NON_ATTENTION_TYPES", "layer_types", "reads_layer_index_key", "rope_flags"]
 
@@ -137,8 +137,39 @@ def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:
                 flags[i] = False
     nope = NOPE_LAYERS.get(c.model_type)
     if nope is not None and (nope.unless_null is None or c.raw(nope.unless_null) is not None):
-        flags = [f and t != nope.layer_type for f, t in zip(flags, types)]
+        forced = _dense_prefix_rope(c, n) if nope.dense_prefix_rope else [False] * n
+        flags = [f and (t == nope.rope_type or force) for f, t, force in zip(flags, types, forced)]
+    thetas = layer_thetas(c, n)
+    if thetas is not None:
+        flags = [f and bool(theta) for f, theta in zip(flags, thetas)]
     return tuple(f and t not in NON_ATTENTION_TYPES for f, t in zip(flags, types))
+
+
+def _dense_prefix_rope(c: Level, n: int) -> list[bool]:
+    """Cohere2-MoE's ``force_rope``: the layer's MLP is dense and ``prefix_dense_sliding_window_pattern`` is 1."""
+    if (c.int_("prefix_dense_sliding_window_pattern") or 1) != 1:
+        return [False] * n
+    mlp = c.str_list("mlp_layer_types")
+    if mlp is None:
+        k = c.int_("first_k_dense_replace", minimum=0) or 0
+        return [i < k for i in range(n)]
+    return [i < len(mlp) and mlp[i] == "dense" for i in range(n)]
+
+
+def layer_thetas(c: Level, n: int) -> list[float] | None:
+    """Per-layer bases of a :data:`LAYER_THETAS` family (0 = NoPE), None for other families."""
+    rule = LAYER_THETAS.get(c.model_type)
+    if rule is None:
+        return None
+    given = c.raw("layer_rope_theta")
+    if given is None:
+        base = 1.0  # the config's theta (only zero / non-zero matters here)
+        return [0.0 if rule.nope_every and (n - 1 - i) % rule.nope_every == 0 else base for i in range(n)]
+    if not isinstance(given, list) or len(given) < n:
+        bad(c.key("layer_rope_theta"), given if not isinstance(given, list) else f"<{len(given)} entries>",
+            f"must be a list with one base per layer ({n}; 0 = NoPE)")
+    return [0.0 if given[i] is None or given[i] == 0 else number(f"{c.key('layer_rope_theta')}[{i}]", given[i])
+            for i in range(n)]
 
 
 def reads_layer_index_key(c: Level, key: str) -> bool:

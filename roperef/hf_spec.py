@@ -74,9 +74,11 @@ class Context:
 
 
 def head_dim(c: Level, quirks: HFQuirks) -> int:
-    """D: ``qk_rope_head_dim`` (MLA), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
+    """D: ``qk_rope_head_dim`` (MLA; skipped when ``use_mla`` is false), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
     ``hidden_size // num_attention_heads`` (also ``n_embd // n_head``, vision ``embed_dim`` / ``num_heads``)."""
     for name in ("qk_rope_head_dim", "head_dim", "attention_head_dim", "kv_channels"):
+        if name == "qk_rope_head_dim" and c.raw("use_mla") is False:
+            continue  # an MLA-capable config with MLA off (Unlimited-OCR): the plain attention's head
         if name == "head_dim" and ((c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden)
                                    or c.model_type in quirks.head_dim_from_hidden):
             continue

@@ -30,7 +30,8 @@ KEEP = [
     # keys a family's config class turns into layer types / per-layer RoPE (docs/hf-configs.md)
     r"full_attention_interval", r"global_attn_every_n_layers", r"layer_group_size", r"cross_attention_layers",
     r"partial_rotary_factors", r"num_nextn_predict_layers", r"yarn_only_types", r"attention_other_setting",
-    r"no_rope\w*", r"use_rope\w*", r"training_seqlen",
+    r"no_rope\w*", r"use_rope\w*", r"training_seqlen", r"use_sliding_window", r"max_window_layers", r"layer_rope_theta",
+    r"first_k_dense_replace", r"mlp_layer_types", r"prefix_dense_sliding_window_pattern", r"full_attn_idxs", r"_?block_types",
     # other spellings of the width / layer keys (each config class's attribute_map)
     r"d_model", r"n_heads", r"n_layers", r"max_seq_len", r"attn_config", r"decoder_\w+", r"encoder_\w+",
 ]

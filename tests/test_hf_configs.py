@@ -192,7 +192,26 @@ EXPECTED.update({
     "bitnet-b1.58-2b-4t-bf16": {"": (2560 // 20, 128, "half", 5e5, "default", {})},
     "llama-3.2-11b-vision": {"": (4096 // 32, 128, "half", 5e5, "llama3", L31)},  # mllama text_config
     "nemotron-mini-4b": {"": (3072 // 24, 64, "half", 1e4, "default", {})},  # partial_rotary_factor 0.5
+    "lfm2-1.2b": {"": (2048 // 32, 64, "half", 1e6, "default", {})},
+    "glm-ocr": {"": (128, 128, "adjacent", 1e4, "default", {})},  # text_config, mrope [16, 24, 24]
+    # legacy flat Qwen2-VL: mrope in rope_scaling; vision head = embed_dim 1280 / 16 (hidden_size is the merger's)
+    "qwen2-vl-2b": {"text": (1536 // 12, 128, "half", 1e6, "default", {}), "vision": (1280 // 16, 80, "half", 1e4, "default", {})},
+    # MLA rope part qk_rope_head_dim 32; longrope with L0 = M = 32768 (MiniCPM3Config theta 10000)
+    "minicpm3-4b": {"": (32, 32, "half", 1e4, "longrope", dict(original_max_position_embeddings=32768,
+                                                             max_position_embeddings=32768))},
 })
+EXPECTED.update({
+    "mellum2-12b-a2.5b-base": {"full_attention": (128, 128, "half", 5e5, "yarn", dict(
+        factor=16.0, original_max_position_embeddings=8192, beta_fast=32.0, beta_slow=1.0,
+        attention_factor=1.2772588722239782)),
+        "sliding_attention": (128, 128, "half", 5e5, "default", {})},
+    "t5gemma-2b-2b-ul2-encoder": {"": (256, 256, "half", 1e4, "default", {})},  # the encoder sub-config alone
+    # remote-code model_type 'unlimited-ocr': generic rules with use_mla false -> D = 1280 // 10, assumptions said
+    "unlimited-ocr": {"": (1280 // 10, 128, "half", 1e4, "default", {})},
+})
+ASSUMED["unlimited-ocr"] = {"pairing", "rope_theta"}
+MROPE.update({"glm-ocr": ((16, 24, 24), "chunked"), "qwen2-vl-2b": ((16, 24, 24), "chunked")})
+VISION["qwen2-vl-2b"] = "qwen_vl"
 MROPE["qwen3.5-35b-a3b"] = ((11, 11, 10), "interleaved")
 VISION.update({"ministral-3-3b-instruct-2512": "pixtral", "qwen3.5-35b-a3b": "qwen_vl"})
 
@@ -536,6 +555,11 @@ LAYERS.update({
     # cross_attention_layers [3, 8, ..., 38]: MllamaTextCrossAttention applies no RoPE
     "llama-3.2-11b-vision": (40, {"text": 32, None: 8}),
     "nemotron-mini-4b": (32, {"text": 32}),
+    # full_attn_idxs [2, 5, 8, 10, 12, 14]: short-convolution blocks elsewhere
+    "lfm2-1.2b": (16, {"text": 6, None: 10}),
+    "minicpm3-4b": (62, {"text": 62}),
+    "mellum2-12b-a2.5b-base": (28, {"sliding_attention": 21, "full_attention": 7}),
+    "t5gemma-2b-2b-ul2-encoder": (26, {"text": 26}),
 })
 
 
@@ -697,3 +721,26 @@ def test_remote_family_rules():
     # DBRX-style attn_config.rope_theta when there is no top-level theta
     dbrx = {"model_type": "dbrx", "d_model": 1024, "n_heads": 8, "n_layers": 2, "attn_config": {"rope_theta": 5e5}}
     assert spec_from_config(dbrx).theta == 5e5 and len(model_rope(dbrx).layers) == 2
+
+
+def test_sliding_only_rope_families():
+    types = ["sliding_attention", "sliding_attention", "full_attention"] * 2
+    for mt in ("cohere2", "flint", "lara_mini", "afmoe"):
+        assert model_rope(_base(mt, n=6, layer_types=types, sliding_window=512)).layers == ("text", "text", None) * 2, mt
+    # Kolibri / EXAONE 4: only while a sliding window is set
+    assert model_rope(_base("kolibri1", n=6, layer_types=types, sliding_window=512)).layers == ("text", "text", None) * 2
+    assert model_rope(_base("kolibri1", n=6, layer_types=["full_attention"] * 6, sliding_window=None)).layers == ("text",) * 6
+    # Cohere2-MoE: a dense-MLP layer rotates while prefix_dense_sliding_window_pattern is 1 (force_rope)
+    moe = _base("cohere2_moe", n=6, layer_types=["full_attention"] * 2 + types[2:], sliding_window=512,
+                mlp_layer_types=["dense", "dense", "sparse", "sparse", "sparse", "sparse"])
+    assert model_rope(moe).layers == ("text", "text", None, "text", "text", None)
+    assert model_rope({**moe, "prefix_dense_sliding_window_pattern": 2}).layers == (None, None, None, "text", "text", None)
+
+
+def test_layer_rope_theta_zero_is_nope():
+    assert model_rope(_base("granite_swa", n=4, layer_rope_theta=[1e4, 0, 1e4, 0])).layers == ("text", None, "text", None)
+    assert model_rope(_base("granite_swa", n=4)).layers == ("text",) * 4
+    # Muse's default: NoPE where (n - 1 - i) % 4 == 0
+    assert model_rope(_base("muse_spark_text", n=8)).layers == ("text", "text", "text", None) * 2
+    with pytest.raises(ValueError, match=r"layer_rope_theta='<2 entries>': must be a list with one base per layer \(4"):
+        model_rope(_base("granite_swa", n=4, layer_rope_theta=[1e4, 0]))
