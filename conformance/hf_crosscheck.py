@@ -12,14 +12,17 @@ rotary module(s) in memory, no weights, no download), then compares, per RoPE en
 - ``pairing``: the pairing, window start and mRoPE layout the family's apply function was observed to
   use on random input with the module's own cos/sin (:func:`conformance.hf_truth.probe_apply`);
 
-and per model: ``rope`` (does the model have RoPE at all) and ``layers`` (per decoder layer, the entry
-that applies or none, against HF's ``layer_types`` / ``no_rope_layers``). A vision tower gets
+and per model: ``rope`` (does the model have RoPE at all), ``layers`` (per decoder layer, the entry
+that applies or none, against HF's ``layer_types`` / ``no_rope_layers`` and its attention code probed
+per layer, :func:`conformance.hf_truth.layer_probe`) and ``text_config`` (DIFFER when the config nests a
+``text_config`` that transformers' non-composite config class ignores). A vision tower gets
 ``inv_freq``. An item that cannot be judged is SKIP with the reason; transformers failing to build the
 config or its module is ERROR. Optional dependency: torch and transformers, imported when called.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,9 +194,12 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
     if not truth.shipped:
         return CrossCheck(mr.model_type, (), False, truth.notes)
     if copied:
-        truth = HFTruth(truth.model_type, truth.shipped, truth.rope, truth.entries, truth.layers, truth.vision,
-                        truth.notes + (copied,))
+        truth = dataclasses.replace(truth, notes=truth.notes + (copied,))
     items: list[Item] = []
+    if truth.ignores_text_config:
+        items.append(Item("model", "text_config", "DIFFER", "reads text_config",
+                          "ignores text_config", f"{truth.model_type} is not a composite config class in "
+                          "transformers: its model reads only the top-level keys"))
 
     def yes(b: object) -> str:
         return "RoPE" if b else "no RoPE"

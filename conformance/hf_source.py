@@ -6,7 +6,11 @@ if config.position_embedding_type == "rope" else None``) and (c) which module-le
 attention's ``forward`` calls (``if self.config.rope_interleave: apply_rotary_pos_emb_interleave(...)``).
 Conditions are evaluated against the HF config object with a tiny evaluator that understands only
 attribute reads of ``config`` / ``self.config``, constants, comparisons, ``not``/``and``/``or`` and
-``getattr(config, name, default)``; anything else is "cannot tell" (``None``), never a guess.
+``getattr(config, name, default)``; anything else is "cannot tell" (``None``), never a guess. Given an
+``instance`` (an attention built for one layer, on the meta device), ``self.<attr>`` reads that
+instance's plain attribute (``self.is_sliding``, ``self.sliding_window``), so a per-layer condition
+(``if self.is_local_attention: apply_rotary_pos_emb(...)``) is evaluated for that layer; given
+``names``, a bare name (a loop index ``layer_idx``) reads its bound value.
 Nothing here imports transformers itself: callers pass the imported modeling modules.
 """
 
@@ -15,14 +19,17 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["classes_named", "rotary_assignment", "attention_apply_calls", "evaluate", "UNKNOWN"]
+__all__ = ["classes_named", "rotary_assignment", "attention_apply_calls", "evaluate", "UNKNOWN", "layer_classes",
+           "classes_built"]
 
 #: Returned by :func:`evaluate` when an expression is outside the tiny language.
 UNKNOWN = object()
+#: An instance attribute holding a module or tensor: known not to be None, nothing else.
+_PRESENT = object()
 
 _NOT_TEXT = ("Vision", "Visual", "Audio", "Image", "Patch", "Speech", "Talker", "Video", "Encoder2D", "Vit")
 
@@ -49,10 +56,36 @@ def _tree(fn: Callable[..., Any]) -> ast.Module | None:
         return None
 
 
-def evaluate(node: ast.AST, config: Any) -> Any:
-    """Value of a condition over ``config`` / ``self.config``; :data:`UNKNOWN` when outside the language."""
+def _plain(value: Any) -> bool:
+    """A value the evaluator may compare: None, bool, number, string, or a tuple/list/set/dict of them."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    return False
+
+
+def evaluate(node: ast.AST, config: Any, instance: Any = None, names: Mapping[str, Any] | None = None) -> Any:
+    """Value of a condition over ``config`` / ``self.config``; :data:`UNKNOWN` when outside the language.
+
+    ``self.<attr>`` reads ``instance``'s attribute when it has one holding a plain value (None, bool,
+    number, string or containers of them), else ``config.<attr>``; an instance attribute holding a module
+    or tensor is known only to be ``is not None``; a bare name reads ``names``."""
+    value = _value(node, config, instance, names)
+    return UNKNOWN if value is _PRESENT else value
+
+
+def _value(node: ast.AST, config: Any, instance: Any, names: Mapping[str, Any] | None) -> Any:
+    """:func:`evaluate`, where :data:`_PRESENT` may stand for an instance's module or tensor."""
+    def ev(sub: ast.AST) -> Any:
+        return _value(sub, config, instance, names)
+
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, ast.Name):
+        return names[node.id] if names is not None and node.id in names else UNKNOWN
     if isinstance(node, ast.Attribute):
         base = node.value
         is_config = (isinstance(base, ast.Name) and base.id == "config") or (
@@ -60,8 +93,13 @@ def evaluate(node: ast.AST, config: Any) -> Any:
             and base.value.id == "self")
         if is_config:
             return getattr(config, node.attr, None)
-        if isinstance(base, ast.Name) and base.id == "self" and hasattr(config, node.attr):
-            return getattr(config, node.attr)  # self.position_embedding_type = config.position_embedding_type
+        if isinstance(base, ast.Name) and base.id == "self":
+            attrs = _attributes(instance) if instance is not None else {}
+            if node.attr in attrs:
+                value = attrs[node.attr]
+                return value if _plain(value) else _PRESENT  # a module or tensor: only ``is None`` is known
+            if hasattr(config, node.attr):
+                return getattr(config, node.attr)  # self.position_embedding_type = config.position_embedding_type
         return UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) in (2, 3) else None
@@ -69,25 +107,30 @@ def evaluate(node: ast.AST, config: Any) -> Any:
             target = node.args[0]
             if (isinstance(target, ast.Name) and target.id == "config") or (
                     isinstance(target, ast.Attribute) and target.attr == "config"):
-                default = evaluate(node.args[2], config) if len(node.args) == 3 else None
+                default = ev(node.args[2]) if len(node.args) == 3 else None
                 return getattr(config, name.value, default)
         return UNKNOWN
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        value = evaluate(node.operand, config)
-        return UNKNOWN if value is UNKNOWN else (not value)
+        value = ev(node.operand)
+        return UNKNOWN if value is UNKNOWN or value is _PRESENT else (not value)
     if isinstance(node, ast.BoolOp):
-        values = [evaluate(v, config) for v in node.values]
-        if any(v is UNKNOWN for v in values):
+        values = [ev(v) for v in node.values]
+        if any(v is UNKNOWN or v is _PRESENT for v in values):
             return UNKNOWN
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, (ast.Tuple, ast.List)):
-        items = [evaluate(v, config) for v in node.elts]
-        return UNKNOWN if any(v is UNKNOWN for v in items) else tuple(items)
+        items = [ev(v) for v in node.elts]
+        return UNKNOWN if any(v is UNKNOWN or v is _PRESENT for v in items) else tuple(items)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = evaluate(node.left, config), evaluate(node.comparators[0], config)
+        left, right = ev(node.left), ev(node.comparators[0])
         if left is UNKNOWN or right is UNKNOWN:
             return UNKNOWN
         op = node.ops[0]
+        if left is _PRESENT or right is _PRESENT:
+            other = right if left is _PRESENT else left
+            if other is None and isinstance(op, (ast.Is, ast.IsNot)):
+                return isinstance(op, ast.IsNot)
+            return UNKNOWN
         table = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
                  ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
         for kind, fn in table.items():
@@ -97,6 +140,19 @@ def evaluate(node: ast.AST, config: Any) -> Any:
                 except TypeError:
                     return UNKNOWN
     return UNKNOWN
+
+
+def _attributes(instance: Any) -> dict[str, Any]:
+    """The instance's own attributes: ``vars`` plus, for an ``nn.Module``, its submodules, parameters and
+    buffers (a submodule set to None is None)."""
+    try:
+        out = dict(vars(instance))
+    except TypeError:
+        return {}
+    for store in ("_modules", "_parameters", "_buffers"):
+        if isinstance(out.get(store), dict):
+            out.update(out[store])
+    return out
 
 
 def rotary_assignment(classes: list[type], config: Any) -> tuple[str | None, bool | None]:
@@ -154,11 +210,12 @@ def _assignment(stmts: list[ast.stmt], config: Any) -> tuple[str | None, bool | 
     return (None, False) if set_none else None
 
 
-def attention_apply_calls(attention: type, config: Any, names: set[str]) -> tuple[list[str], bool]:
+def attention_apply_calls(attention: type, config: Any, names: set[str], instance: Any = None) -> tuple[list[str], bool]:
     """Module-level functions in ``names`` that ``attention.forward`` calls for this config.
 
-    Branches of an ``if`` whose test evaluates are followed; the second result is False when a
-    test could not be evaluated and both branches called a function (then both are listed).
+    Branches of an ``if`` whose test evaluates are followed (``self.<attr>`` read from ``instance``,
+    one layer's attention, when given); the second result is False when a test could not be evaluated
+    and both branches called a function (then both are listed).
     """
     tree = _tree(vars(attention)["forward"]) if "forward" in vars(attention) else None
     if tree is None:
@@ -170,7 +227,7 @@ def attention_apply_calls(attention: type, config: Any, names: set[str]) -> tupl
         nonlocal certain
         for stmt in stmts:
             if isinstance(stmt, ast.If):
-                cond = evaluate(stmt.test, config)
+                cond = evaluate(stmt.test, config, instance)
                 if cond is UNKNOWN:
                     before = len(found)
                     visit(stmt.body)
@@ -200,3 +257,61 @@ def attention_apply_calls(attention: type, config: Any, names: set[str]) -> tupl
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else []
     visit(body)
     return found, certain
+
+
+def _init_body(cls: type) -> list[ast.stmt]:
+    tree = _tree(vars(cls)["__init__"]) if "__init__" in vars(cls) else None
+    if tree is None or not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+        return []
+    return tree.body[0].body
+
+
+def _called_classes(node: ast.AST) -> list[str]:
+    """Names called as ``Name(...)`` inside ``node`` that look like classes (capitalised), source order."""
+    out: list[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id[:1].isupper():
+            if sub.func.id not in out:
+                out.append(sub.func.id)
+    return out
+
+
+def layer_classes(model: type, config: Any, count: int) -> list[str] | None:
+    """Per decoder layer, the layer class ``model.__init__`` builds, when it picks one per layer index.
+
+    Reads a loop ``for i in range(...)`` whose body branches on ``i`` (Mllama: ``if layer_idx in
+    self.cross_attention_layers: MllamaCrossAttentionDecoderLayer(...) else MllamaSelfAttentionDecoderLayer``)
+    and evaluates the branch for ``i = 0 .. count - 1``. None when there is no such loop, or a branch
+    cannot be evaluated or builds no single ``*Layer`` class.
+    """
+    for loop in ast.walk(ast.Module(body=_init_body(model), type_ignores=[])):
+        if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)):
+            continue
+        index = loop.target.id
+        branches = [s for s in loop.body if isinstance(s, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == index for n in ast.walk(s.test))]
+        if not branches:
+            continue
+        out: list[str] = []
+        for i in range(count):
+            stmts: list[ast.stmt] = list(loop.body)
+            while True:  # follow the if/elif chain on the index
+                branch = next((s for s in stmts if s in branches or (isinstance(s, ast.If) and any(
+                    isinstance(n, ast.Name) and n.id == index for n in ast.walk(s.test)))), None)
+                if branch is None:
+                    break
+                cond = evaluate(branch.test, config, names={index: i})
+                if cond is UNKNOWN:
+                    return None
+                stmts = branch.body if cond else branch.orelse
+            built = [n for s in stmts for n in _called_classes(s) if n.endswith("Layer")]
+            if len(built) != 1:
+                return None
+            out.append(built[0])
+        return out
+    return None
+
+
+def classes_built(cls: type) -> list[str]:
+    """Class names called in ``cls.__init__`` (the attention a decoder layer builds, its MLP, norms)."""
+    return [n for s in _init_body(cls) for n in _called_classes(s)]

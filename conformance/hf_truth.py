@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import textwrap
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,8 @@ from roperef.spec import PAIRINGS, RopeSpec
 from . import hf_source
 
 __all__ = ["Probe", "HFEntry", "HFTruth", "transformers_truth", "NON_ATTENTION_LAYER_TYPES", "hf_config", "quiet_transformers",
-           "modeling_modules", "text_config_of", "text_rotary_class", "rope_labels", "entry_tensors", "apply_function"]
+           "modeling_modules", "mapped_module", "text_config_of", "ignored_text_config", "text_rotary_class",
+           "rope_labels", "entry_tensors", "apply_function", "apply_attention", "apply_functions", "layer_probe"]
 
 #: Layer types transformers configs use for layers without attention (so without RoPE).
 NON_ATTENTION_LAYER_TYPES = frozenset({
@@ -83,6 +85,7 @@ class HFTruth:
     vision: HFEntry | None = None
     notes: tuple[str, ...] = ()
     indexer: Probe | None = None
+    ignores_text_config: bool = False
 
 
 def quiet_transformers() -> None:
@@ -94,12 +97,44 @@ def quiet_transformers() -> None:
 
 
 def modeling_modules(model_type: str) -> list[Any]:
-    """The importable ``transformers.models.<name>.modeling_*`` modules of ``model_type`` (none: ``[]``)."""
+    """The importable ``transformers.models.<name>.modeling_*`` modules of ``model_type`` (none: ``[]``).
+
+    A model type shipped with only a configuration file (``internlm3``, ``exaone``, ``sarvam_mla``) is mapped
+    by ``models/auto/modeling_auto.py`` to another family's model class (``LlamaModel``, ``DeepseekV3Model``):
+    its modules are that family's, the code transformers really runs for it."""
     import transformers
     from transformers.models.auto.configuration_auto import model_type_to_module_name
 
     name = model_type_to_module_name(model_type)
-    folder = os.path.join(os.path.dirname(transformers.__file__), "models", name)
+    out = _modules_of(os.path.join(os.path.dirname(transformers.__file__), "models", name), name)
+    if out:
+        return out
+    owner = mapped_module(model_type)
+    if owner is None or owner == name:
+        return []
+    return _modules_of(os.path.join(os.path.dirname(transformers.__file__), "models", owner), owner)
+
+
+def mapped_module(model_type: str) -> str | None:
+    """The ``transformers.models`` folder of the class ``AutoModel`` (else ``AutoModelForCausalLM``) builds
+    for ``model_type`` (``MODEL_MAPPING_NAMES``), None when neither maps it or the class is not found."""
+    import transformers
+    from transformers.models.auto import modeling_auto
+
+    for table in (modeling_auto.MODEL_MAPPING_NAMES, modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+        names = table.get(model_type)
+        for cls_name in ([names] if isinstance(names, str) else list(names or ())):
+            try:
+                cls = getattr(transformers, cls_name)
+            except Exception:
+                continue
+            parts = getattr(cls, "__module__", "").split(".")
+            if len(parts) >= 4 and parts[:2] == ["transformers", "models"]:
+                return parts[2]
+    return None
+
+
+def _modules_of(folder: str, name: str) -> list[Any]:
     if not os.path.isdir(folder):
         return []
     out = []
@@ -130,12 +165,23 @@ def _copy(value: Any) -> Any:
 
 
 def text_config_of(cfg: Any) -> Any:
-    """The decoder text config of a transformers config (the config itself when it has none)."""
+    """The decoder text config of a transformers config (the config itself when it has none).
+
+    A config class that is not composite (``ministral3``, ``llama``) keeps a ``text_config`` key of the
+    dict as a plain dict attribute that no module reads: the model is built from the top-level keys, so
+    that config itself is the text config (:func:`ignored_text_config` says when this happened)."""
+    from transformers import PretrainedConfig
+
     try:
         text = cfg.get_text_config(decoder=True)
     except Exception:
         text = getattr(cfg, "text_config", None) or cfg
-    return text
+    return text if isinstance(text, PretrainedConfig) else cfg
+
+
+def ignored_text_config(cfg: Any) -> bool:
+    """True when ``cfg`` carries a ``text_config`` its (non-composite) class ignores: a plain dict."""
+    return isinstance(getattr(cfg, "text_config", None), Mapping)
 
 
 def _config_prefix(cfg: Any) -> str:
@@ -198,14 +244,21 @@ def entry_tensors(module: Any, label: str | None) -> tuple[np.ndarray, float]:
     return w.detach().to("cpu").double().numpy().copy(), float(s)
 
 
-def apply_function(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
-    """The apply function the text attention's ``forward`` calls for this config (``None``: none or several)."""
+def apply_functions(modules: list[Any]) -> dict[str, Any]:
+    """The module-level ``apply*rotary*`` / ``apply*rope*`` functions of the modeling source, by name."""
     funcs = {}
     for mod in modules:
         for name, obj in vars(mod).items():
             if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and name.startswith("apply") and (
                     "rotary" in name or "rope" in name):
                 funcs[name] = obj
+    return funcs
+
+
+def apply_attention(modules: list[Any], text_cfg: Any) -> tuple[type | None, Any, str]:
+    """``(attention class, apply function, how)``: the text class whose ``forward`` calls an apply function
+    for this config and the function (``None``: none or several)."""
+    funcs = apply_functions(modules)
     prefix = _config_prefix(text_cfg)
     classes = [c for c in hf_source.classes_named(modules, "") if hf_source.is_text_name(c.__name__)
                and "Indexer" not in c.__name__ and "Cross" not in c.__name__ and "forward" in vars(c)]
@@ -214,13 +267,19 @@ def apply_function(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
     for cls in classes:
         called, certain = hf_source.attention_apply_calls(cls, text_cfg, set(funcs))
         if len(called) == 1:
-            return funcs[called[0]], f"{cls.__name__}.forward calls {called[0]}"
+            return cls, funcs[called[0]], f"{cls.__name__}.forward calls {called[0]}"
         if called:
             why = "" if certain else " (under a condition it could not evaluate)"
-            return None, f"{cls.__name__}.forward calls {', '.join(called)}{why}"
+            return cls, None, f"{cls.__name__}.forward calls {', '.join(called)}{why}"
     if funcs:
-        return None, f"no text class calls {', '.join(sorted(funcs))} for this config"
-    return None, "no apply function in the modeling source"
+        return None, None, f"no text class calls {', '.join(sorted(funcs))} for this config"
+    return None, None, "no apply function in the modeling source"
+
+
+def apply_function(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
+    """The apply function the text attention's ``forward`` calls for this config (``None``: none or several)."""
+    _, fn, note = apply_attention(modules, text_cfg)
+    return fn, note
 
 
 def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarray, scale: float,
@@ -295,9 +354,7 @@ def probe_apply(fn: Any, module: Any, label: str | None, width: int, w: np.ndarr
 
 def indexer_apply(modules: list[Any], text_cfg: Any) -> tuple[Any, str]:
     """The apply function a DSA ``*Indexer``'s ``forward`` calls (``None``: no indexer, or not one function)."""
-    funcs = {name: obj for mod in modules for name, obj in vars(mod).items()
-             if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and name.startswith("apply")
-             and ("rotary" in name or "rope" in name)}
+    funcs = apply_functions(modules)
     for cls in hf_source.classes_named(modules, "Indexer"):
         if "forward" not in vars(cls):
             continue
@@ -349,6 +406,153 @@ def _layers(text_cfg: Any, labels: list[str]) -> tuple[str | None, ...] | None:
     return tuple(out)
 
 
+def _instance_key(attention: type, cfg: Any) -> Any:
+    """A function ``i -> key`` such that two layers with the same key build the same ``attention`` instance.
+
+    When ``attention.__init__`` uses its layer index only as ``config.<list>[layer_idx]`` (``layer_types``)
+    or stores it (``self.layer_idx = layer_idx``, which ``forward`` does not branch on), the key is the tuple of those
+    list entries: a 90-layer config instantiates once per distinct layer type. Any other use (arithmetic,
+    passing it on) keys by the index itself."""
+    import ast
+
+    def per_layer(i: int) -> Any:
+        return ("layer", i)
+
+    try:
+        init = ast.parse(textwrap.dedent(inspect.getsource(vars(attention)["__init__"]))).body[0]
+        fwd = ast.parse(textwrap.dedent(inspect.getsource(vars(attention)["forward"])))
+    except (KeyError, OSError, TypeError, SyntaxError, IndexError):
+        return per_layer
+    if not isinstance(init, ast.FunctionDef):
+        return per_layer
+    if len(init.args.args) < 3:
+        return lambda _i: ()  # __init__(self, config): every layer builds the same instance
+    index = init.args.args[2].arg
+    branches_on_index = any(isinstance(n, ast.Attribute) and n.attr == index for stmt in ast.walk(fwd)
+                            if isinstance(stmt, (ast.If, ast.IfExp)) for n in ast.walk(stmt.test))
+    parents = {child: node for node in ast.walk(init) for child in ast.iter_child_nodes(node)}
+    lists: list[str] = []
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Name) and node.id == index):
+            continue
+        up = parents.get(node)
+        if (isinstance(up, ast.Subscript) and up.slice is node and isinstance(up.value, ast.Attribute)
+                and isinstance(up.value.value, ast.Name) and up.value.value.id == "config"):
+            lists.append(up.value.attr)
+        elif isinstance(up, ast.Assign) and up.value is node and not branches_on_index:
+            continue  # self.layer_idx = layer_idx, which forward does not branch on
+        else:
+            return per_layer
+
+    def key(i: int) -> Any:
+        out = []
+        for name in dict.fromkeys(lists):
+            values: Any = getattr(cfg, name, None)
+            try:
+                out.append(values[i])
+            except (TypeError, IndexError, KeyError):
+                return ("layer", i)
+        try:
+            hash(tuple(out))
+        except TypeError:  # a per-layer sub-config: key by the index
+            return ("layer", i)
+        return tuple(out)
+
+    return key
+
+
+def _build_attention(attention: type, cfg: Any, i: int) -> Any:
+    """``attention(cfg, layer_idx=i)`` (positional when it names the index otherwise; ``attention(cfg)`` when
+    it takes no index) on the meta device: no memory, no weights; in eval mode, as a loaded model is."""
+    import torch
+
+    params = list(inspect.signature(inspect.getattr_static(attention, "__init__")).parameters)[1:]  # self first
+    with torch.device("meta"):
+        if len(params) < 2:
+            module = attention(cfg)
+        elif "layer_idx" in params:
+            module = attention(cfg, layer_idx=i)
+        else:
+            module = attention(cfg, i)
+    if hasattr(module, "eval"):
+        module.eval()
+    return module
+
+
+def layer_probe(modules: list[Any], text_cfg: Any, layers: tuple[str | None, ...],
+                attention: type | None) -> tuple[tuple[str | None, ...], list[str]]:
+    """Per layer, ``layers`` (read from config attributes) with the layers whose code applies no RoPE set to None.
+
+    (a) A text model that picks its decoder-layer class per index (Mllama: ``cross_attention_layers``
+    build ``MllamaCrossAttentionDecoderLayer``): a layer whose class does not build ``attention`` and
+    builds no class whose ``forward`` calls an apply function has no RoPE. (b) ``attention`` built for
+    each layer on the meta device and its ``forward``'s ``if`` tests evaluated with ``self`` bound to it
+    (AFMoE ``if self.is_local_attention:``, EXAONE 4 ``if self.sliding_window is None or self.is_sliding:``):
+    a layer whose instance certainly calls no apply function has no RoPE. Whatever cannot be built or
+    evaluated keeps the config's answer, with a note (never a guess).
+    """
+    out = list(layers)
+    notes: list[str] = []
+    if attention is None:
+        return layers, notes
+    funcs = apply_functions(modules)
+    classes = {c.__name__: c for c in hf_source.classes_named(modules, "")}
+    prefix = _config_prefix(text_cfg)
+    models = [c for c in hf_source.classes_named(modules, "Model") if hf_source.is_text_name(c.__name__)]
+    models.sort(key=lambda c: c.__name__ != f"{prefix}Model")
+    builds = [True] * len(out)
+    for model in models:
+        kinds = hf_source.layer_classes(model, text_cfg, len(out))
+        if kinds is None:
+            continue
+        if not any(attention.__name__ in hf_source.classes_built(classes[k]) for k in set(kinds) if k in classes):
+            notes.append(f"{model.__name__} picks its layer class per index but none builds {attention.__name__}; "
+                         "layers read from the config")
+            break
+        for i, kind in enumerate(kinds):
+            built = hf_source.classes_built(classes[kind]) if kind in classes else []
+            if attention.__name__ in built:
+                continue
+            builds[i] = False
+            applies = [n for n in built if n in classes and hf_source.attention_apply_calls(classes[n], text_cfg, set(funcs))[0]]
+            if out[i] is not None and kind in classes and not applies:
+                out[i] = None
+            elif out[i] is not None:
+                notes.append(f"layer {i} is a {kind}: whether it applies RoPE is not read; layer kept from the config")
+        if not all(builds):
+            gone = [i for i, b in enumerate(builds) if not b]
+            notes.append(f"{model.__name__} builds {len(gone)} layers as another class without {attention.__name__} "
+                         f"(first: layer {gone[0]}, {kinds[gone[0]]})")
+        break
+    key_of = _instance_key(attention, text_cfg)
+    seen: dict[Any, bool | None] = {}
+    unsure = False
+    for i, label in enumerate(out):
+        if label is None or not builds[i]:
+            continue
+        key = key_of(i)
+        if key not in seen:
+            try:
+                module = _build_attention(attention, text_cfg, i)
+            except Exception as exc:
+                notes.append(f"{attention.__name__}(config, layer_idx={i}) did not build on the meta device "
+                             f"({type(exc).__name__}); per-layer RoPE read from the config only")
+                return tuple(out), notes
+            called, certain = hf_source.attention_apply_calls(attention, text_cfg, set(funcs), module)
+            seen[key] = bool(called) if (certain or not called) else None
+        if seen[key] is False:
+            out[i] = None
+        elif seen[key] is None:
+            unsure = True
+    if unsure:
+        notes.append(f"{attention.__name__}.forward applies RoPE under a condition not evaluated for some layers; "
+                     "those layers read from the config")
+    gone = [i for i, (a, b) in enumerate(zip(layers, out)) if a is not None and b is None]
+    if gone:
+        notes.append(f"{len(gone)} layers whose attention code applies no RoPE for this config (first: layer {gone[0]})")
+    return tuple(out), notes
+
+
 def _vision_entry(cfg: Any, model_type: str) -> HFEntry | None:
     vision = getattr(cfg, "vision_config", None)
     if vision is None:
@@ -378,21 +582,32 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
     text_type = getattr(text_cfg, "model_type", model_type)
     modules = modeling_modules(text_type) or modeling_modules(model_type)
     notes: list[str] = []
+    ignored = ignored_text_config(cfg)
+    if ignored:
+        notes.append(f"{model_type}: {type(cfg).__name__} is not a composite config, so transformers ignores the "
+                     "text_config dict and builds the model from the top-level keys (its defaults where the top "
+                     "level gives none)")
     vision = _vision_entry(cfg, model_type) if "vision" in specs else None
     cls, how = text_rotary_class(modules, text_cfg)
     if cls is None:
-        return HFTruth(model_type, True, False, {}, None, vision, (f"{text_type}: {how}",))
+        return HFTruth(model_type, True, False, {}, None, vision, (f"{text_type}: {how}", *notes),
+                       ignores_text_config=ignored)
     built = _rope_built(modules, text_cfg)
     if built is False:
         return HFTruth(model_type, True, False, {}, None, vision,
-                       (f"{text_type}: the model does not build {cls.__name__} for this config",))
+                       (f"{text_type}: the model does not build {cls.__name__} for this config", *notes),
+                       ignores_text_config=ignored)
     module = cls(config=text_cfg)
     labels = rope_labels(module, text_cfg)
     layers = _layers(text_cfg, labels)
+    attention, fn, fn_note = apply_attention(modules, text_cfg)
+    if layers is not None:
+        layers, layer_notes = layer_probe(modules, text_cfg, layers, attention)
+        notes += [f"{text_type}: {n}" for n in layer_notes]
     if layers is not None and all(x is None for x in layers):
         return HFTruth(model_type, True, False, {}, layers, vision,
-                       (f"{text_type}: no decoder layer is an attention layer that applies RoPE",))
-    fn, fn_note = apply_function(modules, text_cfg)
+                       (f"{text_type}: no decoder layer is an attention layer that applies RoPE", *notes),
+                       ignores_text_config=ignored)
     entries: dict[str, HFEntry] = {}
     choices: list[str | None] = [*labels] if labels else [None]  # None: the module's single unlabelled entry
     for label in choices:
@@ -411,4 +626,4 @@ def transformers_truth(config: Mapping[str, Any], specs: Mapping[str, RopeSpec])
         indexer = (Probe("", 0, False, note=note_i) if fn_i is None else
                    probe_apply(fn_i, module, None, specs["indexer"].head_dim, entry.inv_freq, entry.attention_scaling,
                                None, note_i))
-    return HFTruth(model_type, True, True, entries, layers, vision, tuple(notes), indexer)
+    return HFTruth(model_type, True, True, entries, layers, vision, tuple(notes), indexer, ignored)

@@ -20,6 +20,9 @@ installed).
   the section the rotary module uses when the config gives none.
 - :data:`INDEXER_PAIRING`: model types with a sparse-attention indexer (DSA) -> the pairing its apply
   function was observed to use (transformers hard-codes it per family).
+- :data:`ATTRIBUTE_MAPS`: model type -> its config class's ``attribute_map``: standard attribute ->
+  the config key transformers reads it from (DBRX ``num_hidden_layers`` -> ``n_layers``); string
+  entries only, model types whose config class maps nothing left out.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ ROPE_FAMILIES = MappingProxyType({
     'esmc': ('half', None, 'EsmcAttention.forward calls apply_rotary_pos_emb'),
     'eurobert': ('half', None, 'EuroBertAttention.forward calls apply_rotary_pos_emb'),
     'evolla': ('half', None, 'EvollaAttention.forward calls apply_rotary_pos_emb'),
+    'exaone': ('half', None, 'LlamaAttention.forward calls apply_rotary_pos_emb'),
     'exaone4': ('half', None, 'Exaone4Attention.forward calls apply_rotary_pos_emb'),
     'exaone_moe': ('half', None, 'ExaoneMoeAttention.forward calls apply_rotary_pos_emb'),
     'falcon': ('half', None, 'FalconAttention.forward calls apply_rotary_pos_emb'),
@@ -118,6 +122,8 @@ ROPE_FAMILIES = MappingProxyType({
     'hy_v4_vl_text': ('adjacent', None, 'HYV4VLAttention.forward calls apply_rotary_pos_emb'),
     'hyperclovax': ('half', None, 'HyperCLOVAXAttention.forward calls apply_rotary_pos_emb'),
     'idefics': ('half', None, 'IdeficsAttention.forward calls apply_rotary_pos_emb'),
+    'internlm3': ('half', None, 'LlamaAttention.forward calls apply_rotary_pos_emb'),
+    'iquestcoder': ('half', None, 'LlamaAttention.forward calls apply_rotary_pos_emb'),
     'jais2': ('half', None, 'Jais2Attention.forward calls apply_rotary_pos_emb'),
     'jetmoe': ('half', None, 'JetMoeAttention.forward calls apply_rotary_pos_emb'),
     'jina_embeddings_v3': ('half', None, 'JinaEmbeddingsV3Attention.forward calls apply_rotary_pos_emb'),
@@ -195,6 +201,8 @@ ROPE_FAMILIES = MappingProxyType({
     'qwen3_vl_text': ('half', None, 'Qwen3VLTextAttention.forward calls apply_rotary_pos_emb'),
     'qwen4_exp_text': ('half', None, 'Qwen4ExpTextAttention.forward calls apply_rotary_pos_emb'),
     'recurrent_gemma': ('half', None, 'RecurrentGemmaAttention.forward calls apply_rotary_pos_emb'),
+    'sarvam_mla': ('rope_interleave', True, 'DeepseekV3Attention.forward calls apply_rotary_pos_emb_interleave'),
+    'sarvam_moe': ('half', None, 'Glm4MoeAttention.forward calls apply_rotary_pos_emb'),
     'seed_oss': ('half', None, 'SeedOssAttention.forward calls apply_rotary_pos_emb'),
     'smollm3': ('half', None, 'SmolLM3Attention.forward calls apply_rotary_pos_emb'),
     'solar_open': ('half', None, 'SolarOpenAttention.forward calls apply_rotary_pos_emb'),
@@ -229,24 +237,24 @@ NO_ROPE_FAMILIES = frozenset({
     'deimv2', 'deit', 'depth_anything', 'depth_pro', 'detr', 'dinat', 'dinov2', 'dinov2_with_registers',
     'dinov3_convnext', 'dinov3_vit', 'distilbert', 'donut-swin', 'dpr', 'dpt', 'edgetam',
     'edgetam_mask_decoder', 'edgetam_prompt_encoder', 'edgetam_vision_model', 'efficientnet', 'electra',
-    'encodec', 'eomt', 'ernie', 'exaone', 'falcon_mamba', 'fastspeech2_conformer',
-    'fastspeech2_conformer_hifigan', 'fastspeech2_conformer_with_hifigan', 'flaubert', 'flava_image_codebook',
-    'flava_image_model', 'flava_multimodal_model', 'flava_text_model', 'florence_vision', 'fnet', 'focalnet',
-    'fsmt', 'fun_asr_nano_encoder', 'funnel', 'git', 'git_vision_model', 'glpn', 'got_ocr2_vision', 'gpt-sw3',
-    'gpt2', 'gpt_bigcode', 'gpt_neo', 'granite_speech5_ctc', 'granite_speech5_encoder',
-    'granite_speech_encoder', 'granite_speech_plus_encoder', 'groupvit_text_model', 'groupvit_vision_model',
-    'hgnet_v2', 'hiera', 'higgs_audio_v2_tokenizer', 'hubert', 'ibert', 'idefics2_perceiver',
-    'idefics2_vision', 'idefics3_vision', 'ijepa', 'imagegpt', 'informer', 'inkling2_loop_text',
-    'inkling_audio', 'inkling_text', 'inkling_vision', 'instructblip_qformer', 'instructblip_vision_model',
-    'instructblipvideo_qformer', 'instructblipvideo_vision_model', 'internlm3', 'internvl_vision',
-    'iquestcoder', 'jamba', 'janus_vision_model', 'janus_vqgan', 'kimi_linear', 'kosmos_2_5_text_model',
-    'kosmos_2_5_vision_model', 'kosmos_2_text_model', 'kosmos_2_vision_model', 'layoutlm', 'layoutlmv2',
-    'layoutlmv3', 'layoutxlm', 'led', 'levit', 'lightglue', 'lilt', 'longformer', 'longt5', 'luke', 'lw_detr',
-    'lw_detr_vit', 'lxmert', 'm2m_100', 'mamba', 'mamba2', 'marian', 'markuplm', 'mask2former', 'maskformer',
-    'maskformer-swin', 'mbart', 'megatron-bert', 'metaclip_2_text_model', 'metaclip_2_vision_model',
-    'mgp-str', 'minicpm_ocr_vision', 'minicpmv4_6_vision', 'minicpmv4_7_vision', 'mobilebert', 'mobilenet_v1',
-    'mobilenet_v2', 'mobilevit', 'mobilevitv2', 'moss_transcribe_diarize_audio', 'mpnet', 'mpt', 'mra', 'mt5',
-    'musicgen_decoder', 'musicgen_melody_decoder', 'mvp', 'nemotron3_5_asr', 'nemotron_asr_streaming',
+    'encodec', 'eomt', 'ernie', 'falcon_mamba', 'fastspeech2_conformer', 'fastspeech2_conformer_hifigan',
+    'fastspeech2_conformer_with_hifigan', 'flaubert', 'flava_image_codebook', 'flava_image_model',
+    'flava_multimodal_model', 'flava_text_model', 'florence_vision', 'fnet', 'focalnet', 'fsmt',
+    'fun_asr_nano_encoder', 'funnel', 'git', 'git_vision_model', 'glpn', 'got_ocr2_vision', 'gpt-sw3', 'gpt2',
+    'gpt_bigcode', 'gpt_neo', 'granite_speech5_ctc', 'granite_speech5_encoder', 'granite_speech_encoder',
+    'granite_speech_plus_encoder', 'groupvit_text_model', 'groupvit_vision_model', 'hgnet_v2', 'hiera',
+    'higgs_audio_v2_tokenizer', 'hubert', 'ibert', 'idefics2_perceiver', 'idefics2_vision', 'idefics3_vision',
+    'ijepa', 'imagegpt', 'informer', 'inkling2_loop_text', 'inkling_audio', 'inkling_text', 'inkling_vision',
+    'instructblip_qformer', 'instructblip_vision_model', 'instructblipvideo_qformer',
+    'instructblipvideo_vision_model', 'internvl_vision', 'jamba', 'janus_vision_model', 'janus_vqgan',
+    'kimi_linear', 'kosmos_2_5_text_model', 'kosmos_2_5_vision_model', 'kosmos_2_text_model',
+    'kosmos_2_vision_model', 'layoutlm', 'layoutlmv2', 'layoutlmv3', 'layoutxlm', 'led', 'levit', 'lightglue',
+    'lilt', 'longformer', 'longt5', 'luke', 'lw_detr', 'lw_detr_vit', 'lxmert', 'm2m_100', 'mamba', 'mamba2',
+    'marian', 'markuplm', 'mask2former', 'maskformer', 'maskformer-swin', 'mbart', 'megatron-bert',
+    'metaclip_2_text_model', 'metaclip_2_vision_model', 'mgp-str', 'minicpm_ocr_vision', 'minicpmv4_6_vision',
+    'minicpmv4_7_vision', 'mobilebert', 'mobilenet_v1', 'mobilenet_v2', 'mobilevit', 'mobilevitv2',
+    'moss_transcribe_diarize_audio', 'mpnet', 'mpt', 'mra', 'mt5', 'musicgen_decoder',
+    'musicgen_melody_decoder', 'mvp', 'nemotron3_5_asr', 'nemotron_asr_streaming',
     'nemotron_asr_streaming_encoder', 'nemotron_h', 'nllb-moe', 'nystromformer', 'omniasr_audio',
     'omniasr_ctc', 'oneformer', 'openai-gpt', 'opt', 'ovis2_vision', 'owlv2_text_model', 'owlv2_vision_model',
     'owlvit_text_model', 'owlvit_vision_model', 'parakeet_ctc', 'parakeet_encoder', 'parakeet_rnnt',
@@ -263,21 +271,20 @@ NO_ROPE_FAMILIES = frozenset({
     'sam3_lite_text_detr_encoder', 'sam3_lite_text_geometry_encoder', 'sam3_lite_text_mask_decoder',
     'sam3_lite_text_text_model', 'sam3_tracker', 'sam3_tracker_mask_decoder', 'sam3_tracker_prompt_encoder',
     'sam3_video', 'sam_hq', 'sam_hq_mask_decoder', 'sam_hq_prompt_encoder', 'sam_hq_vision_model',
-    'sam_mask_decoder', 'sam_prompt_encoder', 'sam_vision_model', 'sapiens2', 'sapiens2_head', 'sarvam_mla',
-    'sarvam_moe', 'seamless_m4t', 'seamless_m4t_v2', 'segformer', 'seggpt', 'sew', 'sew-d',
-    'siglip2_text_model', 'siglip2_vision_model', 'siglip_text_model', 'siglip_vision_model', 'slanet',
-    'slanext', 'slanext_vision', 'smolvlm_vision', 'speech_to_text', 'speecht5', 'speecht5_hifigan',
-    'splinter', 'squeezebert', 'superglue', 'superpoint', 'swiftformer', 'swin', 'swin2sr', 'swinv2',
-    'switch_transformers', 't5', 'table-transformer', 'tapas', 'textnet', 'time_series_transformer',
-    'timesfm', 'timesformer', 'timm_backbone', 'timm_wrapper', 'tipsv2_dpt', 'tipsv2_text_model',
-    'tipsv2_vision_model', 'trocr', 'tvp', 'udop', 'umt5', 'unispeech', 'unispeech-sat', 'univnet', 'upernet',
-    'uvdoc', 'uvdoc_backbone', 'vibevoice_acoustic_tokenizer', 'vibevoice_acoustic_tokenizer_decoder',
-    'vibevoice_acoustic_tokenizer_encoder', 'vibevoice_diffusion', 'videomae', 'videomt',
-    'videoprism_text_model', 'videoprism_vision_model', 'vilt', 'visual_bert', 'vit', 'vit_mae', 'vit_msn',
-    'vitdet', 'vitmatte', 'vitpose', 'vitpose_backbone', 'vits', 'vivit', 'vjepa2', 'voxtral_encoder',
-    'wav2vec2', 'wav2vec2-bert', 'wav2vec2-conformer', 'wavlm', 'wavtokenizer', 'wavtokenizer_encoder',
-    'whisper', 'xclip_text_model', 'xclip_vision_model', 'xcodec', 'xglm', 'xlm', 'xlm-roberta',
-    'xlm-roberta-xl', 'xlnet', 'xlstm', 'xmod', 'yolos', 'yoso', 'zamba', 'zoedepth',
+    'sam_mask_decoder', 'sam_prompt_encoder', 'sam_vision_model', 'sapiens2', 'sapiens2_head', 'seamless_m4t',
+    'seamless_m4t_v2', 'segformer', 'seggpt', 'sew', 'sew-d', 'siglip2_text_model', 'siglip2_vision_model',
+    'siglip_text_model', 'siglip_vision_model', 'slanet', 'slanext', 'slanext_vision', 'smolvlm_vision',
+    'speech_to_text', 'speecht5', 'speecht5_hifigan', 'splinter', 'squeezebert', 'superglue', 'superpoint',
+    'swiftformer', 'swin', 'swin2sr', 'swinv2', 'switch_transformers', 't5', 'table-transformer', 'tapas',
+    'textnet', 'time_series_transformer', 'timesfm', 'timesformer', 'timm_backbone', 'timm_wrapper',
+    'tipsv2_dpt', 'tipsv2_text_model', 'tipsv2_vision_model', 'trocr', 'tvp', 'udop', 'umt5', 'unispeech',
+    'unispeech-sat', 'univnet', 'upernet', 'uvdoc', 'uvdoc_backbone', 'vibevoice_acoustic_tokenizer',
+    'vibevoice_acoustic_tokenizer_decoder', 'vibevoice_acoustic_tokenizer_encoder', 'vibevoice_diffusion',
+    'videomae', 'videomt', 'videoprism_text_model', 'videoprism_vision_model', 'vilt', 'visual_bert', 'vit',
+    'vit_mae', 'vit_msn', 'vitdet', 'vitmatte', 'vitpose', 'vitpose_backbone', 'vits', 'vivit', 'vjepa2',
+    'voxtral_encoder', 'wav2vec2', 'wav2vec2-bert', 'wav2vec2-conformer', 'wavlm', 'wavtokenizer',
+    'wavtokenizer_encoder', 'whisper', 'xclip_text_model', 'xclip_vision_model', 'xcodec', 'xglm', 'xlm',
+    'xlm-roberta', 'xlm-roberta-xl', 'xlnet', 'xlstm', 'xmod', 'yolos', 'yoso', 'zamba', 'zoedepth',
 })
 
 OTHER_ROPE_FAMILIES = MappingProxyType({
@@ -556,8 +563,8 @@ PARTIAL_IN_DEFAULT = frozenset({
     'mimo_v2_flash', 'minimax_m2', 'minimax_m3_vl_text', 'moonshine', 'moonshine_streaming', 'nemotron',
     'nemotron3_5_transcribe_asr_audio', 'nemotron3_5_transcribe_word_timestamp',
     'nemotron3_diarization_audio', 'neomme', 'persimmon', 'phi', 'phi3', 'phi4_multimodal',
-    'qwen3_5_moe_text', 'qwen3_5_text', 'qwen3_next', 'qwen4_exp_text', 'recurrent_gemma', 'solar_open',
-    'stablelm', 'step3p5', 'zaya',
+    'qwen3_5_moe_text', 'qwen3_5_text', 'qwen3_next', 'qwen4_exp_text', 'recurrent_gemma', 'sarvam_moe',
+    'solar_open', 'stablelm', 'step3p5', 'zaya',
 })
 
 NESTED_LABELS = MappingProxyType({
@@ -620,4 +627,976 @@ INDEXER_PAIRING = MappingProxyType({
     'minimax_m3_vl_text': 'half',
     'mistral_large4_text': 'adjacent_in_half_out',
     'qwen4_exp_text': 'half',
+})
+
+ATTRIBUTE_MAPS: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({
+    'aria': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'audioflamingo3_encoder': MappingProxyType({
+        'd_model': 'hidden_size',
+        'encoder_attention_heads': 'num_attention_heads',
+        'encoder_ffn_dim': 'intermediate_size',
+        'encoder_layerdrop': 'layerdrop',
+        'encoder_layers': 'num_hidden_layers',
+    }),
+    'autoformer': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'axk1': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'axk2': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'aya_vision': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'bailing_hybrid': MappingProxyType({
+        'max_position_embeddings': 'model_max_length',
+        'n_group': 'num_expert_group',
+        'n_shared_experts': 'num_shared_experts',
+        'norm_topk_prob': 'moe_renormalize',
+        'num_experts_per_tok': 'num_experts_per_token',
+        'num_local_experts': 'num_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+    }),
+    'bamba': MappingProxyType({
+        'layer_types': 'layers_block_type',
+    }),
+    'bart': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'bigbird_pegasus': MappingProxyType({
+        'attention_probs_dropout_prob': 'attention_dropout',
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'blenderbot': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'blenderbot-small': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'blip-2': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'bloom': MappingProxyType({
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'codegen': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'cohere_compass_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'conditional_detr': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'convnext': MappingProxyType({
+        'num_hidden_layers': 'num_stages',
+    }),
+    'convnextv2': MappingProxyType({
+        'num_hidden_layers': 'num_stages',
+    }),
+    'csm': MappingProxyType({
+        'codebook_size': 'vocab_size',
+    }),
+    'csm_depth_decoder_model': MappingProxyType({
+        'codebook_size': 'vocab_size',
+    }),
+    'ctrl': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'd_fine': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'dab-detr': MappingProxyType({
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'dbrx': MappingProxyType({
+        'hidden_size': 'd_model',
+        'max_position_embeddings': 'max_seq_len',
+        'num_attention_heads': 'n_heads',
+        'num_hidden_layers': 'n_layers',
+    }),
+    'decision_transformer': MappingProxyType({
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'deepseek_ocr2_text': MappingProxyType({
+        'num_experts': 'n_routed_experts',
+    }),
+    'deepseek_v2': MappingProxyType({
+        'num_experts': 'n_routed_experts',
+    }),
+    'deepseek_v3': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+    }),
+    'deepseek_v32': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'deepseek_v4': MappingProxyType({
+        'intermediate_size': 'moe_intermediate_size',
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'deformable_detr': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'deimv2': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'detr': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'dinat': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'distilbert': MappingProxyType({
+        'hidden_size': 'dim',
+        'num_attention_heads': 'n_heads',
+        'num_hidden_layers': 'n_layers',
+    }),
+    'donut-swin': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'dots1': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'dots3_note_text': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'ernie4_5_moe': MappingProxyType({
+        'num_experts': 'moe_num_experts',
+        'num_experts_per_tok': 'moe_k',
+    }),
+    'ernie4_5_vl_moe_text': MappingProxyType({
+        'num_experts': 'moe_num_experts',
+        'num_experts_per_tok': 'moe_k',
+    }),
+    'ernie4_5_vl_moe_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'exaone': MappingProxyType({
+        'activation_function': 'hidden_act',
+        'layer_norm_epsilon': 'rms_norm_eps',
+        'num_layers': 'num_hidden_layers',
+    }),
+    'exaone4_5_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'falcon_h1': MappingProxyType({
+        'layer_types': 'layers_block_type',
+    }),
+    'fast_vlm': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'fastspeech2_conformer': MappingProxyType({
+        'num_attention_heads': 'encoder_num_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'flaubert': MappingProxyType({
+        'bos_index': 'bos_token_id',
+        'eos_index': 'eos_token_id',
+        'hidden_size': 'emb_dim',
+        'n_words': 'vocab_size',
+        'num_attention_heads': 'n_heads',
+        'num_hidden_layers': 'n_layers',
+        'pad_index': 'pad_token_id',
+    }),
+    'flex_olmo': MappingProxyType({
+        'num_local_experts': 'num_experts',
+    }),
+    'fsmt': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+        'vocab_size': 'tgt_vocab_size',
+    }),
+    'funnel': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'n_head',
+    }),
+    'gemma3': MappingProxyType({
+        'boi_token_id': 'boi_token_index',
+        'eoi_token_id': 'eoi_token_index',
+        'image_token_id': 'image_token_index',
+    }),
+    'glm4_moe': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+    }),
+    'glm4_moe_lite': MappingProxyType({
+        'head_dim': 'qk_rope_head_dim',
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'glm4v_moe_text': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'glm4v_moe_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'glm4v_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'glm5_next_text': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'glm5_next_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'glm_image_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'glm_moe_dsa': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'glm_ocr_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'got_ocr2': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'gpt-sw3': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'gpt2': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'gpt_bigcode': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'gpt_neo': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'gpt_oss': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'gptj': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'granite4_vision': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'granite_speech': MappingProxyType({
+        'audio_token_id': 'audio_token_index',
+    }),
+    'granite_speech_encoder': MappingProxyType({
+        'hidden_size': 'hidden_dim',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+        'num_mel_bins': 'input_dim',
+    }),
+    'granite_speech_plus': MappingProxyType({
+        'audio_token_id': 'audio_token_index',
+    }),
+    'granite_speech_plus_encoder': MappingProxyType({
+        'hidden_size': 'hidden_dim',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+        'num_mel_bins': 'input_dim',
+    }),
+    'granitemoehybrid': MappingProxyType({
+        'layers_block_type': 'layer_types',
+    }),
+    'grounding-dino': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'hiera': MappingProxyType({
+        'num_hidden_layers': 'num_layers',
+    }),
+    'hunyuan_v1_moe': MappingProxyType({
+        'num_experts_per_tok': 'moe_topk',
+        'num_local_experts': 'num_experts',
+    }),
+    'hunyuan_vl_text': MappingProxyType({
+        'attention_head_dim': 'head_dim',
+        'org_vocab_size': 'vocab_size',
+        'pad_id': 'pad_token_id',
+    }),
+    'hunyuan_vl_vision': MappingProxyType({
+        'attention_heads': 'num_attention_heads',
+        'layer_norm_eps': 'rms_norm_eps',
+    }),
+    'hy_v3': MappingProxyType({
+        'num_local_experts': 'num_experts',
+    }),
+    'hy_v4': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'hy_v4_vl_text': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'hy_v4_vl_vision': MappingProxyType({
+        'attention_heads': 'num_attention_heads',
+        'layer_norm_eps': 'rms_norm_eps',
+    }),
+    'idefics_vision': MappingProxyType({
+        'hidden_size': 'embed_dim',
+    }),
+    'imagegpt': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'informer': MappingProxyType({
+        'hidden_size': 'd_model',
+        'initializer_range': 'init_std',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'inkling2_loop_text': MappingProxyType({
+        'intermediate_size': 'moe_intermediate_size',
+        'model_max_length': 'max_position_embeddings',
+        'num_local_experts': 'n_routed_experts',
+        'routed_scaling_factor': 'route_scale',
+        'sconv_kernel_size': 'conv_kernel_size',
+        'sliding_window': 'sliding_window_size',
+    }),
+    'inkling2_text': MappingProxyType({
+        'intermediate_size': 'moe_intermediate_size',
+        'model_max_length': 'max_position_embeddings',
+        'num_local_experts': 'n_routed_experts',
+        'routed_scaling_factor': 'route_scale',
+        'sconv_kernel_size': 'conv_kernel_size',
+        'sliding_window': 'sliding_window_size',
+    }),
+    'inkling2_vision': MappingProxyType({
+        'adapter_merge_size': 'spatial_merge_size',
+        'native_patch_size': 'patch_size',
+    }),
+    'inkling_audio': MappingProxyType({
+        'codebook_size': 'mel_vocab_size',
+        'hidden_size': 'text_hidden_size',
+        'num_codebooks': 'n_mel_bins',
+    }),
+    'inkling_text': MappingProxyType({
+        'embedding_multiplier': 'logits_mup_width_multiplier',
+        'model_max_length': 'max_position_embeddings',
+        'num_local_experts': 'n_routed_experts',
+        'sconv_kernel_size': 'conv_kernel_size',
+        'sliding_window': 'sliding_window_size',
+    }),
+    'inkling_vision': MappingProxyType({
+        'num_hidden_layers': 'n_layers',
+    }),
+    'instructblip': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'instructblipvideo': MappingProxyType({
+        'video_token_id': 'video_token_index',
+    }),
+    'internlm3': MappingProxyType({
+        'bias': 'mlp_bias',
+        'qkv_bias': 'attention_bias',
+    }),
+    'jamba': MappingProxyType({
+        'num_local_experts': 'num_experts',
+    }),
+    'jetmoe': MappingProxyType({
+        'head_dim': 'kv_channels',
+    }),
+    'kimi_linear': MappingProxyType({
+        'max_position_embeddings': 'model_max_length',
+        'n_group': 'num_expert_group',
+        'n_shared_experts': 'num_shared_experts',
+        'norm_topk_prob': 'moe_renormalize',
+        'num_experts_per_tok': 'num_experts_per_token',
+        'num_local_experts': 'num_experts',
+    }),
+    'kolibri1': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'kosmos_2_5_text_model': MappingProxyType({
+        'hidden_size': 'embed_dim',
+        'num_attention_heads': 'attention_heads',
+        'num_hidden_layers': 'layers',
+    }),
+    'kosmos_2_text_model': MappingProxyType({
+        'hidden_size': 'embed_dim',
+        'num_attention_heads': 'attention_heads',
+        'num_hidden_layers': 'layers',
+    }),
+    'led': MappingProxyType({
+        'attention_probs_dropout_prob': 'attention_dropout',
+        'hidden_size': 'd_model',
+        'initializer_range': 'init_std',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'lfm3': MappingProxyType({
+        'rms_norm_eps': 'norm_eps',
+    }),
+    'llama4': MappingProxyType({
+        'boi_token_id': 'boi_token_index',
+        'eoi_token_id': 'eoi_token_index',
+        'image_token_id': 'image_token_index',
+    }),
+    'llava': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'llava_next': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'llava_next_video': MappingProxyType({
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'llava_onevision': MappingProxyType({
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'longcat_flash': MappingProxyType({
+        'intermediate_size': 'ffn_hidden_size',
+        'moe_intermediate_size': 'expert_ffn_hidden_size',
+        'num_experts_per_tok': 'moe_topk',
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'longt5': MappingProxyType({
+        'head_dim': 'd_kv',
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'm2m_100': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'marian': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'mask2former': MappingProxyType({
+        'hidden_size': 'hidden_dim',
+        'num_hidden_layers': 'decoder_layers',
+    }),
+    'maskformer': MappingProxyType({
+        'hidden_size': 'mask_feature_size',
+    }),
+    'maskformer-swin': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'mbart': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'mellum': MappingProxyType({
+        'num_experts': 'num_local_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+    }),
+    'mimo_v2_flash': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'minimax': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'minimax_m2': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'minimax_m3_vl': MappingProxyType({
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'minimax_m3_vl_text': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'mistral3': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'mistral4': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'mistral_large4': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'mistral_large4_text': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'mixtral': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'mllama': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'mllama_vision_model': MappingProxyType({
+        'num_attention_heads': 'attention_heads',
+    }),
+    'mm-grounding-dino': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'molmo2': MappingProxyType({
+        'image_token_id': 'image_patch_id',
+        'video_token_id': 'image_patch_id',
+    }),
+    'molmo2_text': MappingProxyType({
+        'layer_norm_eps': 'rms_norm_eps',
+        'qkv_bias': 'attention_bias',
+    }),
+    'moonshine': MappingProxyType({
+        'hidden_act': 'decoder_hidden_act',
+        'num_attention_heads': 'decoder_num_attention_heads',
+        'num_hidden_layers': 'decoder_num_hidden_layers',
+        'num_key_value_heads': 'decoder_num_key_value_heads',
+    }),
+    'moss_transcribe_diarize_audio': MappingProxyType({
+        'd_model': 'hidden_size',
+        'encoder_attention_heads': 'num_attention_heads',
+        'encoder_ffn_dim': 'intermediate_size',
+        'encoder_layers': 'num_hidden_layers',
+    }),
+    'mpt': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'n_heads',
+        'num_hidden_layers': 'n_layers',
+    }),
+    'mt5': MappingProxyType({
+        'head_dim': 'd_kv',
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'mvp': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'nemotron_h': MappingProxyType({
+        'layer_types': 'layers_block_type',
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'nllb-moe': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'olmoe': MappingProxyType({
+        'num_local_experts': 'num_experts',
+    }),
+    'omdet-turbo': MappingProxyType({
+        'encoder_hidden_dim': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'oneformer': MappingProxyType({
+        'hidden_size': 'hidden_dim',
+        'num_hidden_layers': 'decoder_layers',
+    }),
+    'openai-gpt': MappingProxyType({
+        'hidden_size': 'n_embd',
+        'max_position_embeddings': 'n_positions',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'openai_privacy_filter': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'paligemma': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'patchtsmixer': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'patchtst': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_attention_heads',
+        'num_hidden_layers': 'num_hidden_layers',
+    }),
+    'pegasus': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'pegasus_x': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'pix2struct_text_model': MappingProxyType({
+        'decoder_attention_heads': 'num_heads',
+        'decoder_layers': 'num_layers',
+        'encoder_attention_heads': 'num_heads',
+        'encoder_layers': 'num_layers',
+        'hidden_size': 'hidden_size',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'plbart': MappingProxyType({
+        'hidden_size': 'd_model',
+        'initializer_range': 'init_std',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'pop2piano': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'pp_chart2table': MappingProxyType({
+        'image_token_id': 'image_token_index',
+    }),
+    'pp_doclayout_v2': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'pp_doclayout_v3': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'pp_doclayout_v4': MappingProxyType({
+        'd_model': 'hidden_size',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'pp_formulanet_text': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'pp_ocrv5_mobile_rec': MappingProxyType({
+        'num_hidden_layers': 'depth',
+    }),
+    'pp_ocrv5_server_rec': MappingProxyType({
+        'num_hidden_layers': 'depth',
+    }),
+    'pp_ocrv6_small_rec': MappingProxyType({
+        'num_hidden_layers': 'depth',
+    }),
+    'pp_ocrv6_tiny_rec': MappingProxyType({
+        'num_hidden_layers': 'depth',
+    }),
+    'prophetnet': MappingProxyType({
+        'num_attention_heads': 'num_encoder_attention_heads',
+    }),
+    'qwen2_5_omni_audio_encoder': MappingProxyType({
+        'hidden_size': 'd_model',
+        'intermediate_size': 'encoder_ffn_dim',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'qwen2_5_omni_talker': MappingProxyType({
+        'audio_token_id': 'audio_token_index',
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'qwen2_5_omni_thinker': MappingProxyType({
+        'audio_token_id': 'audio_token_index',
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'qwen2_5_omni_vision_encoder': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen2_5_vl_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen2_audio': MappingProxyType({
+        'audio_token_id': 'audio_token_index',
+    }),
+    'qwen2_audio_encoder': MappingProxyType({
+        'hidden_size': 'd_model',
+        'intermediate_size': 'encoder_ffn_dim',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'qwen2_vl_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen3_5_moe_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen3_5_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen3_asr_encoder': MappingProxyType({
+        'hidden_size': 'd_model',
+        'intermediate_size': 'encoder_ffn_dim',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'qwen3_moe': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'qwen3_omni_moe_audio_encoder': MappingProxyType({
+        'hidden_size': 'd_model',
+        'intermediate_size': 'encoder_ffn_dim',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'qwen3_omni_moe_talker_text': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'qwen3_omni_moe_vision_encoder': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen3_vl_moe_text': MappingProxyType({
+        'num_experts': 'num_local_experts',
+    }),
+    'qwen3_vl_moe_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen3_vl_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'qwen4_exp_vision': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'depth',
+    }),
+    'recurrent_gemma': MappingProxyType({
+        'layer_types': 'layers_block_type',
+        'sliding_window': 'attention_window_size',
+    }),
+    'rt_detr': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'rt_detr_v2': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+    }),
+    'rwkv': MappingProxyType({
+        'max_position_embeddings': 'context_length',
+    }),
+    'sam3_detr_decoder': MappingProxyType({
+        'num_hidden_layers': 'num_layers',
+    }),
+    'sam3_detr_encoder': MappingProxyType({
+        'num_hidden_layers': 'num_layers',
+    }),
+    'sam3_lite_text_detr_decoder': MappingProxyType({
+        'num_hidden_layers': 'num_layers',
+    }),
+    'sam3_lite_text_detr_encoder': MappingProxyType({
+        'num_hidden_layers': 'num_layers',
+    }),
+    'sarvam_mla': MappingProxyType({
+        'num_experts': 'n_routed_experts',
+        'num_local_experts': 'n_routed_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+        'num_shared_experts': 'n_shared_experts',
+    }),
+    'sarvam_moe': MappingProxyType({
+        'num_experts': 'n_routed_experts',
+        'num_local_experts': 'n_routed_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+        'num_shared_experts': 'n_shared_experts',
+        'use_qkv_bias': 'attention_bias',
+    }),
+    'seamless_m4t': MappingProxyType({
+        'num_attention_heads': 'decoder_attention_heads',
+        'num_hidden_layers': 'decoder_layers',
+    }),
+    'seamless_m4t_v2': MappingProxyType({
+        'num_attention_heads': 'decoder_attention_heads',
+        'num_hidden_layers': 'decoder_layers',
+    }),
+    'segformer': MappingProxyType({
+        'num_hidden_layers': 'num_encoder_blocks',
+    }),
+    'shieldgemma2': MappingProxyType({
+        'boi_token_id': 'boi_token_index',
+        'eoi_token_id': 'eoi_token_index',
+        'image_token_id': 'image_token_index',
+    }),
+    'solar_open': MappingProxyType({
+        'num_local_experts': 'n_routed_experts',
+    }),
+    'speech_to_text': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'speecht5': MappingProxyType({
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'step3p5': MappingProxyType({
+        'moe_num_experts': 'n_routed_experts',
+        'moe_top_k': 'num_experts_per_tok',
+        'num_attention_groups': 'num_key_value_heads',
+        'num_local_experts': 'n_routed_experts',
+        'num_mtp_layers': 'num_nextn_predict_layers',
+        'share_expert_dims': 'share_expert_dim',
+    }),
+    'swin': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'swin2sr': MappingProxyType({
+        'hidden_size': 'embed_dim',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'swinv2': MappingProxyType({
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'switch_transformers': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    't5': MappingProxyType({
+        'head_dim': 'd_kv',
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    't5gemma2': MappingProxyType({
+        'eoi_token_id': 'eoi_token_index',
+        'image_token_id': 'image_token_index',
+    }),
+    't5gemma2_encoder': MappingProxyType({
+        'boi_token_id': 'boi_token_index',
+        'eoi_token_id': 'eoi_token_index',
+        'image_token_id': 'image_token_index',
+    }),
+    'table-transformer': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'time_series_transformer': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+    }),
+    'trocr': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'decoder_attention_heads',
+        'num_hidden_layers': 'decoder_layers',
+    }),
+    'udop': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'umt5': MappingProxyType({
+        'head_dim': 'd_kv',
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'num_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'unlimited_ocr_text': MappingProxyType({
+        'num_experts': 'n_routed_experts',
+    }),
+    'video_llava': MappingProxyType({
+        'image_token_id': 'image_token_index',
+        'video_token_id': 'video_token_index',
+    }),
+    'vipllava': MappingProxyType({
+        'image_token_id': 'image_token_index',
+        'vision_feature_layers': 'vision_feature_layer',
+    }),
+    'voxtral_encoder': MappingProxyType({
+        'd_model': 'hidden_size',
+        'encoder_attention_heads': 'num_attention_heads',
+        'encoder_ffn_dim': 'intermediate_size',
+        'encoder_layerdrop': 'layerdrop',
+        'encoder_layers': 'num_hidden_layers',
+    }),
+    'voxtral_realtime_encoder': MappingProxyType({
+        'd_model': 'hidden_size',
+        'encoder_attention_heads': 'num_attention_heads',
+        'encoder_ffn_dim': 'intermediate_size',
+        'encoder_layerdrop': 'layerdrop',
+        'encoder_layers': 'num_hidden_layers',
+        'num_key_value_heads': 'num_attention_heads',
+    }),
+    'whisper': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'encoder_attention_heads',
+        'num_hidden_layers': 'encoder_layers',
+        'num_key_value_heads': 'encoder_attention_heads',
+    }),
+    'xglm': MappingProxyType({
+        'hidden_size': 'd_model',
+        'num_attention_heads': 'attention_heads',
+        'num_hidden_layers': 'num_layers',
+    }),
+    'xlm': MappingProxyType({
+        'bos_index': 'bos_token_id',
+        'eos_index': 'eos_token_id',
+        'hidden_size': 'emb_dim',
+        'n_words': 'vocab_size',
+        'num_attention_heads': 'n_heads',
+        'num_hidden_layers': 'n_layers',
+        'pad_index': 'pad_token_id',
+    }),
+    'xlnet': MappingProxyType({
+        'hidden_size': 'd_model',
+        'n_token': 'vocab_size',
+        'num_attention_heads': 'n_head',
+        'num_hidden_layers': 'n_layer',
+    }),
+    'zamba': MappingProxyType({
+        'head_dim': 'attention_head_dim',
+        'layer_types': 'layers_block_type',
+    }),
+    'zamba2': MappingProxyType({
+        'head_dim': 'attention_head_dim',
+        'layer_types': 'layers_block_type',
+    }),
 })

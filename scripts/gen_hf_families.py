@@ -15,7 +15,10 @@ For each model type (``CONFIG_MAPPING_NAMES``), with its default config built in
 - anything else (vision/audio-only rotary, a module that needs other arguments, a reversed rotation, an
   attention that applies no RoPE for the default config): *other*, with the reason.
 
-It also lists the model types whose ``compute_default_rope_parameters`` reads ``partial_rotary_factor``.
+It also lists the model types whose ``compute_default_rope_parameters`` reads ``partial_rotary_factor``,
+and every config class's ``attribute_map`` (``ATTRIBUTE_MAPS``). A model type shipped with only a
+configuration file is classified by the modeling source of the class ``AutoModel`` maps it to
+(:func:`conformance.hf_truth.modeling_modules`).
 """
 
 from __future__ import annotations
@@ -153,6 +156,18 @@ def partial_in_default(model_type: str) -> bool:
     return any("partial_rotary_factor" in inspect.getsource(c.compute_default_rope_parameters) for c in found)
 
 
+def attribute_map(model_type: str) -> dict[str, str]:
+    """The config class's ``attribute_map`` (standard attribute -> the config key it reads), string entries only."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:
+        cls = CONFIG_MAPPING[model_type]
+    except Exception:
+        return {}
+    found = getattr(cls, "attribute_map", None) or {}
+    return {k: v for k, v in sorted(found.items()) if isinstance(k, str) and isinstance(v, str)}
+
+
 def render() -> str:
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
@@ -161,6 +176,7 @@ def render() -> str:
     warnings.filterwarnings("ignore")
     rope, none, other, wrappers, partial, labels = {}, [], {}, {}, [], {}
     interleaved, sections, indexers = [], {}, {}
+    maps = {mt: found for mt in sorted(CONFIG_MAPPING_NAMES) if (found := attribute_map(mt))}
     for mt in sorted(CONFIG_MAPPING_NAMES):
         kind, data = classify(mt)
         if kind == "rope":
@@ -205,6 +221,9 @@ def render() -> str:
         "  the section the rotary module uses when the config gives none.",
         "- :data:`INDEXER_PAIRING`: model types with a sparse-attention indexer (DSA) -> the pairing its apply",
         "  function was observed to use (transformers hard-codes it per family).",
+        "- :data:`ATTRIBUTE_MAPS`: model type -> its config class's ``attribute_map``: standard attribute ->",
+        "  the config key transformers reads it from (DBRX ``num_hidden_layers`` -> ``n_layers``); string",
+        "  entries only, model types whose config class maps nothing left out.",
         '"""',
         "",
         "from __future__ import annotations",
@@ -238,6 +257,11 @@ def render() -> str:
     lines += ["})", "", "INDEXER_PAIRING = MappingProxyType({"]
     for mt, pairing in indexers.items():
         lines.append(f"    {mt!r}: {pairing!r},")
+    lines += ["})", "", "ATTRIBUTE_MAPS: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({"]
+    for mt, found in maps.items():
+        lines.append(f"    {mt!r}: MappingProxyType({{")
+        lines += [f"        {k!r}: {v!r}," for k, v in found.items()]
+        lines.append("    }),")
     lines += ["})", ""]
     return "\n".join(lines)
 

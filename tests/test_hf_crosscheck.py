@@ -48,6 +48,16 @@ DEFAULTS_NOT_AGREE = {
     "moonshine": "an encoder-decoder config with per-part head counts: roperef finds no head_dim",
     "qwen3_omni_moe_talker_text": "the default mrope_section does not sum to the default head's pairs",
     "qwen4_exp_text": "the default mrope_section does not sum to the default head's pairs",
+    # the attention code applies RoPE on some layers only (found by hf_truth.layer_probe); roperef gives
+    # every layer RoPE (a roperef gap: drop each entry once roperef reads it)
+    "afmoe": "AfmoeAttention applies RoPE only `if self.is_local_attention`: full_attention layers are NoPE",
+    "cohere2": "Cohere2Attention applies RoPE only `if self.sliding_window is not None`: global layers are NoPE",
+    "cohere2_moe": "Cohere2MoeAttention applies RoPE only on sliding layers: global layers are NoPE",
+    "exaone4": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
+    "exaone_moe": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
+    "flint": "FlintAttention applies RoPE only `if self.sliding_window is not None`: global layers are NoPE",
+    "kolibri1": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
+    "mllama_text_model": "layers in cross_attention_layers are cross-attention decoder layers without RoPE",
 }
 
 
