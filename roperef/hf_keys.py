@@ -79,21 +79,27 @@ class Level:
     """One config level with its model type's transformers defaults for keys the config omits."""
 
     def __init__(self, data: Mapping[str, Any], path: str, model_type: str,
-                 defaults: Mapping[str, Any] | None = None) -> None:
+                 defaults: Mapping[str, Any] | None = None, aliases: Mapping[str, str] | None = None) -> None:
         self.data, self.path, self.model_type = clean(data), path, model_type
         self.defaults = defaults if defaults is not None else MappingProxyType({})
+        #: standard attribute -> the key this model type's config class stores it under (its ``attribute_map``:
+        #: DBRX ``n_layers``, Moonshine ``decoder_num_attention_heads``, ...), read when the standard key is absent
+        #: (``layer_types`` is never aliased: ``layers_block_type`` has its own rule in hf_layers)
+        self.aliases = {k: v for k, v in (aliases or {}).items()
+                        if v in self.data and k not in self.data and k != "layer_types"}
 
     def key(self, name: str) -> str:
-        """The dotted key as the user wrote it (``text_config.rope_theta``)."""
-        return f"{self.path}{name}"
+        """The dotted key as the user wrote it (``text_config.rope_theta``; an alias's own spelling)."""
+        return f"{self.path}{self.aliases.get(name, name)}"
 
     def given(self, name: str) -> bool:
         """The config itself sets ``name`` (not null; defaults do not count)."""
-        return self.data.get(name) is not None
+        return self.data.get(self.aliases.get(name, name)) is not None
 
     def raw(self, name: str, default: Any = None) -> Any:
-        """The config value, else the model type's default, else ``default`` (``null`` counts as absent)."""
-        value = self.data.get(name)
+        """The config value (under the model type's alias when it has one), else the model type's default,
+        else ``default`` (``null`` counts as absent)."""
+        value = self.data.get(self.aliases.get(name, name))
         if value is None:
             value = self.defaults.get(name, default)
         return value

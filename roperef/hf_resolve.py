@@ -310,7 +310,7 @@ def _vision(c: Level, ctx: Context) -> RopeSpec:
 
 
 def _level(data: Mapping[str, Any], path: str, model_type: str) -> Level:
-    return Level(data, path, model_type, MODEL_DEFAULTS.get(model_type))
+    return Level(data, path, model_type, MODEL_DEFAULTS.get(model_type), fam.ATTRIBUTE_MAPS.get(model_type))
 
 
 def _wrapper_types(top_type: str) -> tuple[str | None, str | None]:
@@ -349,7 +349,9 @@ def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any])
         if vtype in VISION_FORMS_BY_TYPE:
             vision = _vision(_level(vision_cfg, "vision_config.", vtype), ctx)
         elif vtype in fam.OTHER_ROPE_FAMILIES or vtype in fam.ROPE_FAMILIES:
-            ctx.note(f"vision_config ({vtype}) has a RoPE roperef does not model; no vision spec")
+            why = fam.OTHER_ROPE_FAMILIES.get(vtype) or "a text-style rotary embedding"
+            ctx.note(f"vision_config ({vtype}): its transformers module has a rotary class roperef does not model "
+                     f"for it ({why}); no vision spec")
     if vision is not None:
         renamed = {("text" if k == "text" else f"text.{k}"): v for k, v in specs.items()}
         layers = tuple(None if n is None else ("text" if n == "text" else f"text.{n}") for n in layers)

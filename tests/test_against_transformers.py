@@ -191,7 +191,7 @@ def test_preset_frequencies(path, record):
         from transformers import GlmConfig
 
         hf = GlmConfig(hidden_size=4096, num_attention_heads=32, head_dim=128, partial_rotary_factor=0.5,
-                       rope_theta=10000.0 * data["rope_ratio"])
+                       rope_theta=10000.0 * data.get("rope_ratio", 1.0))  # ChatGLM2/3: no rope_ratio = 1
         module = _rotary("glm", hf)
         _check_freq(record, f"preset {path.stem} (as GLM-hf)", specs[""], module.inv_freq, module.attention_scaling)
         return

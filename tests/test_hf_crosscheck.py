@@ -35,6 +35,16 @@ NOT_AGREE = {
     "phi-1.5-msft": ("NOT_CHECKED", "phi-msft is the 2023 remote code; transformers' phi reads other keys"),
     "phi-2-msft": ("NOT_CHECKED", "phi-msft is the 2023 remote code; transformers' phi reads other keys"),
     "qwen-1.8b-chat": ("NOT_CHECKED", "Qwen-1 remote code; transformers has no qwen (v1) family"),
+    "baichuan2-7b-chat": ("NOT_CHECKED", "Baichuan remote code; no in-library family"),
+    "chatglm2-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
+    "chatglm3-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
+    "ling-plus": ("NOT_CHECKED", "bailing_moe (Ling) remote code; no in-library family"),
+    "unlimited-ocr": ("NOT_CHECKED", "model_type 'unlimited-ocr' (dash) is remote code transformers does not map"),
+    "dbrx-instruct": ("DIFFER", "transformers 5.24's DbrxConfig dropped attn_config.rope_theta and uses 10000; the "
+                                "checkpoint's published base is 500000 (roperef reads it)"),
+    "ministral-3-3b-instruct-2512": ("DIFFER", "this copy's top-level model_type is the text type ministral3 with a "
+                                               "text_config: transformers' Ministral3Config ignores text_config, "
+                                               "roperef reads it (the architecture is Mistral3ForConditionalGeneration)"),
     "hunyuan-a13b-instruct": ("DIFFER", "transformers' hunyuan_v1_moe cannot build the published config: its "
                                         "ntk-alpha init reads head_dim, the config says attention_head_dim"),
 }
@@ -45,19 +55,16 @@ DEFAULTS_NOT_AGREE = {
     "qwen3_omni_moe_text": "no head_dim and hidden_size 2048 not divisible by 28 heads: roperef refuses",
     "minimax_m3_vl_text": "rotary_dim 64 without partial_rotary_factor: transformers' class ignores rotary_dim "
                           "(published MiniMax-M3 configs carry both and agree, see minimax-m3.json)",
-    "moonshine": "an encoder-decoder config with per-part head counts: roperef finds no head_dim",
     "qwen3_omni_moe_talker_text": "the default mrope_section does not sum to the default head's pairs",
     "qwen4_exp_text": "the default mrope_section does not sum to the default head's pairs",
-    # the attention code applies RoPE on some layers only (found by hf_truth.layer_probe); roperef gives
-    # every layer RoPE (a roperef gap: drop each entry once roperef reads it)
-    "afmoe": "AfmoeAttention applies RoPE only `if self.is_local_attention`: full_attention layers are NoPE",
-    "cohere2": "Cohere2Attention applies RoPE only `if self.sliding_window is not None`: global layers are NoPE",
-    "cohere2_moe": "Cohere2MoeAttention applies RoPE only on sliding layers: global layers are NoPE",
-    "exaone4": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
-    "exaone_moe": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
-    "flint": "FlintAttention applies RoPE only `if self.sliding_window is not None`: global layers are NoPE",
-    "kolibri1": "`if self.sliding_window is None or self.is_sliding`: with a window, full layers are NoPE",
-    "mllama_text_model": "layers in cross_attention_layers are cross-attention decoder layers without RoPE",
+    # the model's forward passes position_embeddings=None to some layers (a per-layer theta of 0, non-sliding
+    # layers): the layer probe reads the attention only and keeps the config's answer; roperef follows the source
+    "lara_mini": "LaraMiniModel.forward gives position_embeddings only to sliding_attention layers (roperef: NoPE "
+                 "elsewhere; the probe cannot see the model's forward)",
+    "muse_spark_text": "layer_rope_theta 0 = NoPE (default every 4th layer from the end); the probe cannot see the "
+                       "model's forward passing position_embeddings=None",
+    "muse_glimmer_text": "layer_rope_theta 0 = NoPE (default every 4th layer from the end); the probe cannot see the "
+                         "model's forward passing position_embeddings=None",
 }
 
 
