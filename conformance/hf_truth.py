@@ -18,6 +18,7 @@ torch and transformers are imported inside the functions (optional dependencies)
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import os
@@ -413,7 +414,6 @@ def _instance_key(attention: type, cfg: Any) -> Any:
     or stores it (``self.layer_idx = layer_idx``, which ``forward`` does not branch on), the key is the tuple of those
     list entries: a 90-layer config instantiates once per distinct layer type. Any other use (arithmetic,
     passing it on) keys by the index itself."""
-    import ast
 
     def per_layer(i: int) -> Any:
         return ("layer", i)
