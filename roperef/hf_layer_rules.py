@@ -8,6 +8,9 @@
   a sliding-window layer, although nothing in the config says "NoPE" (AFMoE, Cohere 2, Flint, LaraMini,
   and EXAONE 4 / Kolibri while ``sliding_window`` is set).
 - :data:`LAYER_THETAS`: families with a per-layer base ``layer_rope_theta`` (0 = NoPE).
+- :data:`DEFAULT_LAYER_TYPES`: families whose config class builds ``layer_types`` from a fixed rule of the
+  layer index when the config gives no list and no key (Flint, LaraMini, LFM3, MiniMax, OLMo-Hybrid,
+  NeoMME); ``tests/test_hf_crosscheck.py`` compares every family's result with transformers' own.
 - :data:`LAYER_INDEX_KEYS`: keys listing layer indices that families read: ``attn_layer_indices`` (Bamba:
   attention at those indices, Mamba elsewhere), ``full_attn_idxs`` (LFM2: attention there, convolution
   elsewhere) and ``cross_attention_layers`` (Mllama: cross-attention layers, no RoPE). Other families' configs may carry the key (Falcon-H1 publishes
@@ -19,11 +22,11 @@ configs and ``roperef spec --against transformers`` probes each layer's attentio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["LAYER_INDEX_KEYS", "LAYER_PATTERNS", "LAYER_THETAS", "NOPE_LAYERS", "LayerPattern", "LayerThetas", "NopeLayers"]
+__all__ = ["DEFAULT_LAYER_TYPES", "LAYER_INDEX_KEYS", "LAYER_PATTERNS", "LAYER_THETAS", "NOPE_LAYERS", "LayerPattern", "LayerThetas", "NopeLayers"]
 
 
 @dataclass(frozen=True)
@@ -118,4 +121,49 @@ LAYER_INDEX_KEYS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType({
     "cross_attention_layers": (frozenset({"mllama", "mllama_text_model"}),
                                "modeling_mllama.py: MllamaCrossAttentionDecoderLayer at these indices; its "
                                "MllamaTextCrossAttention applies no RoPE"),
+})
+
+
+@dataclass(frozen=True)
+class DefaultLayers:
+    """``layer_types[i] = rule(i, n)`` for a config without a list (``n`` layers), as the config class builds it."""
+
+    rule: Callable[[int, int], str]
+    source: str
+
+
+def _flint(i: int, n: int) -> str:
+    return "full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
+
+
+def _lara_mini(i: int, n: int) -> str:
+    return ("linear_attention", "sliding_attention", "linear_attention", "full_attention", "sliding_attention")[i % 5]
+
+
+def _lfm3(i: int, n: int) -> str:
+    return "full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+
+
+def _minimax(i: int, n: int) -> str:
+    return "full_attention" if (i + 1) % 2 else "linear_attention"
+
+
+def _olmo_hybrid(i: int, n: int) -> str:
+    return "full_attention" if i % 4 == 3 or (n < 4 and i == n - 1) else "linear_attention"
+
+
+def _neomme(i: int, n: int) -> str:
+    return "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+
+
+DEFAULT_LAYER_TYPES: Mapping[str, DefaultLayers] = MappingProxyType({
+    "flint": DefaultLayers(_flint, "configuration_flint.py: full on the first two layers, every fourth (i % 4 == 1) "
+                                   "and the last"),
+    "lara_mini": DefaultLayers(_lara_mini, "configuration_lara_mini.py: the released period-5 pattern"),
+    "lfm3": DefaultLayers(_lfm3, "configuration_lfm3.py: full at i % 4 == 2, sliding at i % 4 == 0 (i > 0), conv "
+                                 "elsewhere"),
+    "minimax": DefaultLayers(_minimax, "configuration_minimax.py: full at even i, linear attention at odd i"),
+    "olmo_hybrid": DefaultLayers(_olmo_hybrid, "configuration_olmo_hybrid.py: full at i % 4 == 3 (at least one: "
+                                               "the last), linear attention elsewhere"),
+    "neomme": DefaultLayers(_neomme, "configuration_neomme.py: full at (i + 1) % 6 == 0 and the last layer"),
 })

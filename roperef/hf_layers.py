@@ -15,7 +15,8 @@ Layer types, in order of authority (the first the config gives):
 5. a family's own one-key pattern (:data:`roperef.hf_layer_rules.LAYER_PATTERNS`: Qwen3-Next / Qwen3.5
    ``full_attention_interval``, AFMoE / ModernBERT ``global_attn_every_n_layers``, Bailing-Hybrid
    ``layer_group_size``, with the config class's default when the key is absent);
-6. ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
+6. a family's fixed rule of the index (:data:`roperef.hf_layer_rules.DEFAULT_LAYER_TYPES`), else
+   ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
    ``(i + 1) % P == 0``, else ``sliding_attention`` (transformers' Gemma 3 / Cohere 2 rule);
 7. otherwise every layer is ``full_attention``.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from .errors import bad
 from .hf_keys import Level, number
-from .hf_layer_rules import LAYER_INDEX_KEYS, LAYER_PATTERNS, LAYER_THETAS, NOPE_LAYERS
+from .hf_layer_rules import DEFAULT_LAYER_TYPES, LAYER_INDEX_KEYS, LAYER_PATTERNS, LAYER_THETAS, NOPE_LAYERS
 
 __all__ = ["LAYER_NAMES", "NON_ATTENTION_TYPES", "layer_types", "reads_layer_index_key", "rope_flags"]
 
@@ -108,6 +109,9 @@ def layer_types(c: Level) -> tuple[str, ...]:
         k = c.int_(rule.key) if c.has(rule.key) else rule.default
         assert k is not None
         return tuple(rule.every if (i + rule.offset) % k == 0 else rule.other for i in range(n))
+    default = DEFAULT_LAYER_TYPES.get(c.model_type)
+    if default is not None:
+        return tuple(default.rule(i, n) for i in range(n))
     period = c.raw("sliding_window_pattern")
     if period is not None and c.raw("sliding_window") is not None:
         p = c.need_int("sliding_window_pattern")

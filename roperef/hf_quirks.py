@@ -163,8 +163,8 @@ def _ro(**kw: Any) -> Mapping[str, Any]:
     return MappingProxyType(kw)
 
 
-#: transformers 5.24 ``*Config`` defaults for keys a config may omit (only those that matter for RoPE).
-MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+#: transformers 5.24 ``*Config`` defaults for keys a config may omit, by model type (merged into MODEL_DEFAULTS).
+_DEFAULTS: dict[str, Mapping[str, Any]] = {
     "llama": _ro(max_position_embeddings=2048),
     "gemma3_text": _ro(head_dim=256, num_attention_heads=8, max_position_embeddings=131072,
                        rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, sliding_window_pattern=6),
@@ -200,4 +200,17 @@ MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "qwen3_vl_moe_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
     "qwen3_5_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
     "qwen3_5_moe_vision": _ro(hidden_size=1152, num_heads=16, rope_theta=10000.0),
+}
+#: transformers' config classes that build layer_types as "full_attention if (i + 1) % P == 0 else sliding" when
+#: a config gives no list (their __post_init__; P is the class's own unless the config says it); checked against
+#: transformers by tests/test_hf_crosscheck.py::test_layer_types_of_a_config_without_the_list
+_SLIDING_PATTERN = {
+    "cohere2": 4, "gemma2": 2, "vaultgemma": 2, "t5_gemma_module": 2, "gpt_oss": 2, "ultrabert": 3, "olmo3": 4,
+    "muse_glimmer_text": 4, "dory": 4, "kolibri1": 5, "gemma3n_text": 5, "gemma4_text": 6, "gemma4_unified_text": 6,
+    "diffusion_gemma_text": 6, "embedding_gemma2_text": 6, "t5gemma2_text": 6, "t5gemma2_decoder": 6,
+}
+#: transformers 5.24 ``*Config`` defaults for keys a config may omit (only those that matter for RoPE).
+MODEL_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    mt: _ro(**{**_DEFAULTS.get(mt, {}), **({"sliding_window_pattern": _SLIDING_PATTERN[mt]} if mt in _SLIDING_PATTERN else {})})
+    for mt in sorted(set(_DEFAULTS) | set(_SLIDING_PATTERN))
 })

@@ -187,3 +187,49 @@ def test_cli_against_exit_codes(capsys):
     assert code == ExitCode.FAILED and "DIFFER" in out
     code, out = run("glm-4-9b-chat.json")
     assert code == ExitCode.NOTHING_JUDGED and "NOT_CHECKED" in out
+
+
+#: Model types whose config class builds layer_types itself (when a config gives no list) in a way roperef does
+#: not reproduce, and why that does not change the RoPE (or why roperef refuses instead).
+LAYER_TYPES_NOT_REBUILT = {
+    **{mt: "names only: 'indexed_attention' is full attention with a sparse indexer (same RoPE)"
+       for mt in ("axk2", "deepseek_v32", "glm_moe_dsa", "hy_v4", "hy_v4_vl_text", "mistral_large4_text")},
+    "llama4_text": "names only: 'chunked_attention' vs full (NoPE layers come from no_rope_layers)",
+    "ministral": "names only: every layer sliding (one RoPE)",
+    "muse_glimmer_assistant": "names only: every layer sliding (one RoPE)",
+    "granite_swa": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
+    "granitemoe_swa": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
+    "muse_spark_text": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
+    "cwm": "names only: sliding/full share one RoPE",
+    "beam": "names only: its per-type RoPE needs rope_parameters nested by layer type, which names the types",
+    "unlimited_ocr_text": "names only: 'reference_sliding_attention' layers share one RoPE",
+    "granitemoehybrid": "its layer types come from layers_block_type (a property not in the config dict)",
+    "deepseek_v4": "its layer types come from compress_ratios, which its default dict lacks",
+    "mimo_v2_flash": "its layer types come from hybrid_layer_pattern, which its default dict lacks",
+    "dots3_note_text": "refused without layer_types: its rope_parameters are nested by layer type",
+    "qwen4_exp_text": "its default mrope_section does not fit the default head (refused either way)",
+    "zaya": "refused without layer_types: its rope_parameters are nested by 'hybrid' layers",
+}
+
+
+def test_layer_types_of_a_config_without_the_list():
+    """A config that omits layer_types gets what the family's config class builds (transformers' own rule)."""
+    from transformers import AutoConfig
+
+    from roperef.hf import model_rope
+    from roperef.hf_families import ROPE_FAMILIES
+
+    differ = []
+    for mt in sorted(ROPE_FAMILIES):
+        data = AutoConfig.for_model(mt).to_dict()
+        if not data.get("layer_types"):
+            continue
+        data = {k: v for k, v in data.items() if k != "layer_types"}
+        want = list(AutoConfig.for_model(mt, **{k: v for k, v in data.items() if k != "model_type"}).layer_types)
+        try:
+            got = list(model_rope({**data, "model_type": mt}).layer_types)
+        except ValueError:
+            got = None
+        if got != want:
+            differ.append(mt)
+    assert sorted(differ) == sorted(LAYER_TYPES_NOT_REBUILT), set(differ) ^ set(LAYER_TYPES_NOT_REBUILT)
