@@ -2,7 +2,8 @@
 
 A preset covers a model type when the published config is of that type: its ``model_type``, the text model
 type a composite type wraps (:data:`roperef.hf_families.WRAPPER_FAMILIES`), or the ``model_type`` of any
-sub-config inside it (``text_config``, ``talker_config``, ``thinker_config.text_config``, ...). A model type
+sub-config inside it that roperef reads (``text_config``, ``thinker_config.text_config``, ...; not the
+speech ``talker_config`` of Omni models, whose RoPE roperef does not model). A model type
 no preset covers must have a documented reason in :data:`conformance.preset_gaps.GAPS` (no published
 checkpoint, or none found in the searched sources); :func:`coverage` pairs both, and
 ``tests/test_hf_configs.py`` keeps them complete and disjoint.
@@ -18,6 +19,9 @@ from typing import Any
 
 from conformance.preset_gaps import GAPS
 from roperef.hf_families import NO_ROPE_FAMILIES, OTHER_ROPE_FAMILIES, ROPE_FAMILIES, WRAPPER_FAMILIES
+
+#: Sub-configs roperef does not read (said in a note): their model types are not covered by the preset.
+UNREAD_SUB_CONFIGS = frozenset({"talker_config", "token2wav_config", "audio_config", "code2wav_config"})
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ def _sub_types(config: Mapping[str, Any], depth: int = 0) -> Iterator[str]:
             yield wrapped[0]
     if depth < 4:
         for key, value in config.items():
-            if isinstance(value, Mapping) and not key.startswith("_"):
+            if isinstance(value, Mapping) and not key.startswith("_") and key not in UNREAD_SUB_CONFIGS:
                 yield from _sub_types(value, depth + 1)
 
 

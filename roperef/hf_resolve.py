@@ -309,6 +309,21 @@ def _vision(c: Level, ctx: Context) -> RopeSpec:
         raise type(exc)(f"{exc} (config {c.path or 'vision_config.'})") from None
 
 
+def _thinker(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, list[str]]:
+    """Omni models (Qwen2.5-Omni, Qwen3-Omni): the text and vision configs sit in ``thinker_config``
+    (transformers' ``get_text_config`` returns ``thinker_config.get_text_config()``); the speech ``talker``
+    is a second decoder with its own RoPE, said in a note and not modelled."""
+    thinker = cfg.get("thinker_config")
+    if cfg.get("text_config") is not None or thinker is None:
+        return cfg, "", []
+    if not isinstance(thinker, Mapping):
+        bad("thinker_config", thinker, "must be a JSON object (dict)", TypeError)
+    notes = ["the text and vision configs are read from thinker_config (transformers' get_text_config)"]
+    if cfg.get("talker_config") is not None:
+        notes.append("talker_config (the speech decoder, its own RoPE) is not part of the spec: not modelled")
+    return thinker, "thinker_config.", notes
+
+
 def _level(data: Mapping[str, Any], path: str, model_type: str) -> Level:
     return Level(data, path, model_type, MODEL_DEFAULTS.get(model_type), fam.ATTRIBUTE_MAPS.get(model_type))
 
@@ -322,6 +337,9 @@ def _wrapper_types(top_type: str) -> tuple[str | None, str | None]:
 def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any]) -> ModelRope:
     """The :class:`ModelRope` of a parsed config (overrides already applied; ``pseudo``: pairing / rope)."""
     top_type = model_type_of(cfg, "", "")
+    cfg, prefix, omni_notes = _thinker(cfg)
+    if prefix:
+        top_type = model_type_of(cfg, prefix, top_type)
     default_text, default_vision = _wrapper_types(top_type)
     if top_type in VISION_FORMS_BY_TYPE and cfg.get("text_config") is None:  # a vision tower on its own
         c = _level(cfg, "", top_type)
@@ -330,24 +348,26 @@ def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any])
     text_cfg = cfg.get("text_config")
     if text_cfg is not None:
         if not isinstance(text_cfg, Mapping):
-            bad("text_config", text_cfg, "must be a JSON object (dict)", TypeError)
-        text_type = model_type_of(text_cfg, "text_config.", default_text or top_type)
-        c = _level(text_cfg, "text_config.", text_type)
+            bad(f"{prefix}text_config", text_cfg, "must be a JSON object (dict)", TypeError)
+        text_type = model_type_of(text_cfg, f"{prefix}text_config.", default_text or top_type)
+        c = _level(text_cfg, f"{prefix}text_config.", text_type)
     else:  # a wrapper's text keys may sit at the top level
         text_type = default_text or top_type
         c = _level(cfg, "", text_type)
     ctx = Context(quirks, _known(text_type), pseudo.get("pairing"))
+    for note in omni_notes:
+        ctx.note(note)
     specs, layers, types, no_rope = _text(c, ctx, pseudo)
     vision_cfg = cfg.get("vision_config")
     vision: RopeSpec | None = None
     if vision_cfg is not None:
         if not isinstance(vision_cfg, Mapping):
-            bad("vision_config", vision_cfg, "must be a JSON object (dict)", TypeError)
-        vtype = model_type_of(vision_cfg, "vision_config.", default_vision or "")
+            bad(f"{prefix}vision_config", vision_cfg, "must be a JSON object (dict)", TypeError)
+        vtype = model_type_of(vision_cfg, f"{prefix}vision_config.", default_vision or "")
         if vtype not in VISION_FORMS_BY_TYPE and default_vision is not None and default_vision in VISION_FORMS_BY_TYPE:
             vtype = default_vision  # a sub-config type alias (e.g. "qwen2_5_vl" written for the vision part)
         if vtype in VISION_FORMS_BY_TYPE:
-            vision = _vision(_level(vision_cfg, "vision_config.", vtype), ctx)
+            vision = _vision(_level(vision_cfg, f"{prefix}vision_config.", vtype), ctx)
         elif vtype in fam.OTHER_ROPE_FAMILIES or vtype in fam.ROPE_FAMILIES:
             why = fam.OTHER_ROPE_FAMILIES.get(vtype) or "a text-style rotary embedding"
             ctx.note(f"vision_config ({vtype}): its transformers module has a rotary class roperef does not model "

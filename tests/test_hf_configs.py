@@ -210,6 +210,12 @@ EXPECTED.update({
     "unlimited-ocr": {"": (1280 // 10, 128, "half", 1e4, "default", {})},
 })
 ASSUMED["unlimited-ocr"] = {"pairing", "rope_theta"}
+# Omni: the text config sits in thinker_config.text_config (D = 3584 // 28), mRoPE [16, 24, 24] chunked (Qwen2.5-VL)
+EXPECTED["qwen2.5-omni-7b"] = {"": (3584 // 28, 128, "half", 1e6, "default", {})}
+# Seed-OSS keeps its explicit head_dim 128 (5120 / 80 would be 64); LFM2-MoE: D = 2048 // 32, conv layers
+EXPECTED["seed-oss-36b-instruct-4bit"] = {"": (128, 128, "half", 1e7, "default", {})}
+EXPECTED["lfm2-8b-a1b-4bit"] = {"": (2048 // 32, 64, "half", 1e6, "default", {})}
+MROPE["qwen2.5-omni-7b"] = ((16, 24, 24), "chunked")
 MROPE.update({"glm-ocr": ((16, 24, 24), "chunked"), "qwen2-vl-2b": ((16, 24, 24), "chunked")})
 VISION["qwen2-vl-2b"] = "qwen_vl"
 MROPE["qwen3.5-35b-a3b"] = ((11, 11, 10), "interleaved")
@@ -560,6 +566,9 @@ LAYERS.update({
     "minicpm3-4b": (62, {"text": 62}),
     "mellum2-12b-a2.5b-base": (28, {"sliding_attention": 21, "full_attention": 7}),
     "t5gemma-2b-2b-ul2-encoder": (26, {"text": 26}),
+    "qwen2.5-omni-7b": (28, {"text": 28}),
+    "lfm2-8b-a1b-4bit": (24, {"text": 6, None: 18}),  # layer_types: 6 full_attention, 18 conv
+    "seed-oss-36b-instruct-4bit": (64, {"text": 64}),
 })
 
 
@@ -744,3 +753,14 @@ def test_layer_rope_theta_zero_is_nope():
     assert model_rope(_base("muse_spark_text", n=8)).layers == ("text", "text", "text", None) * 2
     with pytest.raises(ValueError, match=r"layer_rope_theta='<2 entries>': must be a list with one base per layer \(4"):
         model_rope(_base("granite_swa", n=4, layer_rope_theta=[1e4, 0]))
+
+
+def test_omni_configs_are_read_through_thinker_config():
+    text = _base("qwen2_5_omni_text", n=2, rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]})
+    cfg = {"model_type": "qwen2_5_omni", "thinker_config": {"model_type": "qwen2_5_omni_thinker", "text_config": text},
+           "talker_config": {"model_type": "qwen2_5_omni_talker"}}
+    result = model_rope(cfg)
+    assert result.specs["text"].mrope_section == (16, 24, 24) and len(result.layers) == 2
+    assert any("talker_config" in n for n in result.notes)
+    with pytest.raises((ValueError, TypeError), match=r"thinker_config\.text_config\.rope_theta='x'"):
+        model_rope({**cfg, "thinker_config": {"text_config": {**text, "rope_theta": "x"}}})
