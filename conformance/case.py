@@ -237,3 +237,17 @@ def case_features(case: GoldenCase) -> frozenset[str]:
             if (np.diff(plain, axis=-1) != 1).any():
                 out.add("sparse_positions")
     return frozenset(out)
+
+
+def outside_interface(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
+    """The first thing ``case`` needs that an interface (any object with ``stages``, ``pairings``, ``dtypes``,
+    ``scaling_types`` and ``features`` collections) does not declare, as ``(kind, what)``: ``("stage",
+    "backward")``, ``("pairing", ...)``, ``("dtype", ...)``, ``("scaling", ...)`` or ``("features", "a, b")``;
+    None when the case is inside."""
+    for kind, value, declared in (("stage", case.stage, iface.stages), ("pairing", case.spec.pairing, iface.pairings),
+                                  ("dtype", case.dtype, iface.dtypes),
+                                  ("scaling", case.spec.scaling.type, iface.scaling_types)):
+        if value not in declared:
+            return kind, value
+    missing = sorted(case_features(case) - iface.features)
+    return ("features", ", ".join(missing)) if missing else None

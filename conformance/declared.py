@@ -12,7 +12,7 @@ from typing import Any
 
 from .backends.base import backend_stages
 from .bugs.facts import Precision
-from .case import GoldenCase, case_features
+from .case import GoldenCase, outside_interface
 
 __all__ = ["Interface", "declaration_gap", "undeclared", "INCONSISTENT"]
 
@@ -24,16 +24,11 @@ INCONSISTENT = "inconsistent declaration: declined a case its capabilities decla
 def undeclared(iface: Any, case: GoldenCase) -> str | None:
     """What of ``case`` falls outside an interface's declared ``stages``, ``pairings``, ``dtypes``,
     ``scaling_types`` and ``features`` (any object with those collections), or None when inside."""
-    if case.stage not in iface.stages:
-        return f"stage {case.stage}"
-    if case.spec.pairing not in iface.pairings:
-        return f"pairing {case.spec.pairing}"
-    if case.dtype not in iface.dtypes:
-        return f"dtype {case.dtype}"
-    if case.spec.scaling.type not in iface.scaling_types:
-        return f"scaling {case.spec.scaling.type}"
-    missing = sorted(case_features(case) - iface.features)
-    return f"feature(s) {', '.join(missing)}" if missing else None
+    out = outside_interface(iface, case)
+    if out is None:
+        return None
+    kind, what = out
+    return f"feature(s) {what}" if kind == "features" else f"{kind} {what}"
 
 @dataclass(frozen=True)
 class Interface:

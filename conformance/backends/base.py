@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
-from ..case import GoldenCase, case_features
+from ..case import GoldenCase, outside_interface
 from ..vocabulary import DTYPES, FEATURES, STAGES
 
 __all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages", "assumed_capabilities", "declaration_notes"]
@@ -123,18 +123,13 @@ class BaseBackend:
             )
 
     def supports(self, case: GoldenCase) -> bool | str:
-        caps = self.capabilities
-        if case.stage not in caps.stages or case.stage not in backend_stages(self):
+        if case.stage not in backend_stages(self):
             return f"stage {case.stage} not implemented"
-        if case.spec.pairing not in caps.pairings:
-            return f"pairing {case.spec.pairing} not supported"
-        if case.dtype not in caps.dtypes:
-            return f"dtype {case.dtype} not supported"
-        if case.spec.scaling.type not in caps.scaling_types:
-            return f"scaling {case.spec.scaling.type} not supported"
-        missing = sorted(case_features(case) - caps.features)
-        if missing:
-            return f"needs {', '.join(missing)}"
+        out = outside_interface(self.capabilities, case)
+        if out is not None:
+            kind, what = out
+            return {"stage": f"stage {what} not implemented", "features": f"needs {what}"}.get(
+                kind, f"{kind} {what} not supported")
         return self.library_reason() or self.case_reason(case) or True
 
     def library_reason(self) -> str | None:
