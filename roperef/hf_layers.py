@@ -98,16 +98,14 @@ def layer_types(c: Level) -> tuple[str, ...]:
     if cycle:  # RecurrentGemma: the list repeats over the layers; "attention" blocks are local (sliding)
         names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
         return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
-    if "attn_layer_indices" in c.data and reads_layer_index_key(c, "attn_layer_indices"):
-        at = set(c.int_list("attn_layer_indices", minimum=0) or [])  # Bamba: attention there (null: none), Mamba elsewhere
-        return tuple("full_attention" if i in at else "mamba" for i in range(n))
-    if "full_attn_idxs" in c.data and reads_layer_index_key(c, "full_attn_idxs"):
-        at = set(c.int_list("full_attn_idxs", minimum=0) or [])  # LFM2: attention there, convolution elsewhere
-        return tuple("full_attention" if i in at else "conv" for i in range(n))
+    # Bamba: attention at attn_layer_indices (null: none), Mamba elsewhere; LFM2: full_attn_idxs, convolution elsewhere
+    for key, elsewhere in (("attn_layer_indices", "mamba"), ("full_attn_idxs", "conv")):
+        if key in c.data and reads_layer_index_key(c, key):
+            at = set(c.int_list(key, minimum=0) or [])
+            return tuple("full_attention" if i in at else elsewhere for i in range(n))
     rule = LAYER_PATTERNS.get(c.model_type)
     if rule is not None:
-        k = c.int_(rule.key) if c.has(rule.key) else rule.default
-        assert k is not None
+        k = c.int_(rule.key, rule.default) or rule.default
         return tuple(rule.every if (i + rule.offset) % k == 0 else rule.other for i in range(n))
     default = DEFAULT_LAYER_TYPES.get(c.model_type)
     if default is not None:
@@ -143,9 +141,9 @@ def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:
     if nope is not None and (nope.unless_null is None or c.raw(nope.unless_null) is not None):
         forced = _dense_prefix_rope(c, n) if nope.dense_prefix_rope else [False] * n
         flags = [f and (t == nope.rope_type or force) for f, t, force in zip(flags, types, forced)]
-    thetas = layer_thetas(c, n)
-    if thetas is not None:
-        flags = [f and bool(theta) for f, theta in zip(flags, thetas)]
+    theta_flags = _layer_theta_flags(c, n)
+    if theta_flags is not None:
+        flags = [f and use for f, use in zip(flags, theta_flags)]
     return tuple(f and t not in NON_ATTENTION_TYPES for f, t in zip(flags, types))
 
 
@@ -160,19 +158,19 @@ def _dense_prefix_rope(c: Level, n: int) -> list[bool]:
     return [i < len(mlp) and mlp[i] == "dense" for i in range(n)]
 
 
-def layer_thetas(c: Level, n: int) -> list[float] | None:
-    """Per-layer bases of a :data:`LAYER_THETAS` family (0 = NoPE), None for other families."""
+def _layer_theta_flags(c: Level, n: int) -> list[bool] | None:
+    """Per layer of a :data:`LAYER_THETAS` family: is its ``layer_rope_theta`` base non-zero (0 = NoPE); each base
+    is checked as a number. None for other families."""
     rule = LAYER_THETAS.get(c.model_type)
     if rule is None:
         return None
     given = c.raw("layer_rope_theta")
     if given is None:
-        base = 1.0  # the config's theta (only zero / non-zero matters here)
-        return [0.0 if rule.nope_every and (n - 1 - i) % rule.nope_every == 0 else base for i in range(n)]
+        return [not (rule.nope_every and (n - 1 - i) % rule.nope_every == 0) for i in range(n)]
     if not isinstance(given, list) or len(given) < n:
         bad(c.key("layer_rope_theta"), given if not isinstance(given, list) else f"<{len(given)} entries>",
             f"must be a list with one base per layer ({n}; 0 = NoPE)")
-    return [0.0 if given[i] is None or given[i] == 0 else number(f"{c.key('layer_rope_theta')}[{i}]", given[i])
+    return [given[i] is not None and given[i] != 0 and number(f"{c.key('layer_rope_theta')}[{i}]", given[i]) > 0
             for i in range(n)]
 
 

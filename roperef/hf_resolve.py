@@ -114,10 +114,11 @@ def _per_layer_lists(c: Level, types: tuple[str, ...]) -> tuple[dict[str, Any], 
     if not types:
         bad(c.key("rope_theta"), "<list>", "a per-layer list needs the layer count (num_hidden_layers)")
     entries: dict[str, Any] = {}
-    for name, values in (("rope_theta", thetas), ("partial_rotary_factor", factors)):
-        if values is None or not isinstance(values, list):
+    for name, key_name, values in (("rope_theta", "rope_theta", thetas),
+                                   ("partial_rotary_factor", "partial_rotary_factors", factors)):
+        if not isinstance(values, list):
             continue
-        key = c.key("rope_theta" if name == "rope_theta" else "partial_rotary_factors")
+        key = c.key(key_name)
         if len(values) < len(types):
             bad(key, f"<{len(values)} entries>", f"must have one entry per layer ({len(types)})")
         for i, kind in enumerate(types):
