@@ -40,8 +40,8 @@ class _Timed:
 
 
 def main() -> None:
-    from conformance.cases import catalogue, materialize
-    from conformance.golden import load_golden
+    from conformance.cases.materialize import catalogue, materialize
+    from conformance.golden.store import load_golden
 
     recipes = catalogue("smoke")
     keys = sorted({(r.spec, r.seq_len) for r in recipes}, key=repr)
@@ -68,7 +68,7 @@ def main() -> None:
               f"{timed.seconds:.2f} s ({timed.misses} evaluations, {100 * timed.seconds / total:.0f}%)")
 
         from conformance.backends.resolve import resolve_backend
-        from conformance.runner import RunOptions, run_cases
+        from conformance.judge.runner import RunOptions, run_cases
 
         golden = load_golden()
         backend = resolve_backend("numba")

@@ -50,9 +50,9 @@ def default_check(repeat: int) -> None:
 
 def per_case(repeat: int) -> None:
     from conformance.backends.resolve import resolve_backend
-    from conformance.generated import materialize_all, plan_cases
-    from conformance.golden import default_golden_dir, load_golden
-    from conformance.runner import RunOptions, run_cases
+    from conformance.generated.plan import materialize_all, plan_cases
+    from conformance.golden.store import default_golden_dir, load_golden
+    from conformance.judge.runner import RunOptions, run_cases
 
     b = resolve_backend("numba")
     load_t, gen_t, judge_g, judge_n = [], [], [], []
@@ -78,8 +78,8 @@ def per_case(repeat: int) -> None:
 def diagnosis(quick: bool) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from bug_engines import BugEngine
-    from conformance.generated import materialize_all, plan_cases
-    from conformance.runner import RunOptions, run_cases
+    from conformance.generated.plan import materialize_all, plan_cases
+    from conformance.judge.runner import RunOptions, run_cases
     from judge_cases import smoke_cases
 
     base = list(smoke_cases()) + materialize_all(plan_cases(BugEngine()).cases)

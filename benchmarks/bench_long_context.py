@@ -4,7 +4,7 @@ Run by hand (``python benchmarks/bench_long_context.py``); ``--quick`` is a smok
 small shapes that asserts nothing about time; ``--json F`` writes the rows.
 
 Each row (length T x stage x dtype, H heads, head dim D, chunks of C tokens) runs
-:func:`conformance.long_context.judge_row` on the built-in Numba backend in its own
+:func:`conformance.long_context.stream.judge_row` on the built-in Numba backend in its own
 subprocess, which first warms the kernels up on a tiny plan and then reports:
 
 - ``seconds``: the row, end to end (inputs, the backend, expected values by roperef.fast,
@@ -112,7 +112,7 @@ def _timed_copy(dst: np.ndarray, src: np.ndarray) -> float:
 
 def _plan(lengths: tuple[int, ...], chunk: int, heads: int, head_dim: int, dtypes: tuple[str, ...] = ("float32",),
           stages: tuple[str, ...] = ("forward",)) -> Any:
-    from conformance.long_context import LongContextPlan
+    from conformance.long_context.stream import LongContextPlan
     from roperef.spec import RopeSpec
 
     return LongContextPlan(lengths, RopeSpec(head_dim, theta=500000.0), chunk, heads, dtypes, stages)
@@ -121,8 +121,8 @@ def _plan(lengths: tuple[int, ...], chunk: int, heads: int, head_dim: int, dtype
 def run_row(length: int, stage: str, dtype: str, chunk: int, heads: int, head_dim: int) -> dict[str, Any]:
     """One row in this process (called in the subprocess): warm up, then measure."""
     from conformance.backends.numba_backend import NumbaBackend
-    from conformance.long_context import judge_row, run_long_context
-    from conformance.tolerance import get_profile
+    from conformance.error_model.tolerance import get_profile
+    from conformance.long_context.stream import judge_row, run_long_context
 
     backend = TimedBackend(NumbaBackend())
     run_long_context(backend, _plan((128,), 64, heads, head_dim, (dtype,), (stage,)))  # load every kernel

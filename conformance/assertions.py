@@ -7,7 +7,7 @@
 
 Raises ``AssertionError`` listing every FAIL/ERROR as numpy.testing does (the mismatch
 fraction and the worst elements: index, position, actual, expected, bound), with the
-diagnosis and the repro command; returns the :class:`~conformance.runner.RunReport` otherwise.
+diagnosis and the repro command; returns the :class:`~conformance.judge.runner.RunReport` otherwise.
 The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 """
 
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .backends.resolve import resolve_backend
-from .case import GoldenCase
-from .case_source import load_cases, user_case_source
-from .failure_text import failure_text
-from .runner import RunOptions, run_cases
-from .xfail import load_xfail
+from .cases.case import GoldenCase
+from .golden.case_source import load_cases, user_case_source
+from .judge.runner import RunOptions, run_cases
+from .judge.xfail import load_xfail
+from .report.failure_text import failure_text
 
 __all__ = ["assert_rope_conforms"]
 
@@ -41,7 +41,7 @@ def assert_rope_conforms(
     """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
 
     ``cases``: a directory of your own cases (docs/user-cases.md; ``filter`` and ``dtypes``
-    select among them) or a sequence of :class:`~conformance.case.GoldenCase`; default: the
+    select among them) or a sequence of :class:`~conformance.cases.case.GoldenCase`; default: the
     golden set (``golden``, ``tier``)."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
 

@@ -8,7 +8,7 @@ Without ``--rope-backend`` the plugin adds no item and its header is one line (v
 fraction, the worst elements (index, position, actual, expected, bound), the diagnosis and the
 repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. The report header (like
 array-api-tests') names the backend, library versions, dtypes, profile, golden set hash and
-``ROPEREF_*`` variables (:mod:`conformance.header`). Importing this module is cheap (no NumPy).
+``ROPEREF_*`` variables (:mod:`conformance.report.header`). Importing this module is cheap (no NumPy).
 
 Everything else (the judge, NumPy) is imported lazily, inside the hooks, once ``--rope-backend``
 is given: pytest loads this plugin in every session.
@@ -44,7 +44,7 @@ class RopeCaseItem(pytest.Item):
         self.case, self.state = case, state
 
     def runtest(self) -> None:
-        from .runner import InProcess, RunOptions, run_one
+        from .judge.runner import InProcess, RunOptions, run_one
 
         st = self.state
         res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
@@ -54,7 +54,7 @@ class RopeCaseItem(pytest.Item):
         if res.status == "XFAIL":
             pytest.xfail(f"{res.xfail_reason} ({res.message})")
         if res.status in ("FAIL", "ERROR"):
-            from .failure_text import failure_text
+            from .report.failure_text import failure_text
 
             raise RopeFailure(failure_text(res))
 
@@ -80,10 +80,10 @@ def _load_state(config: Any) -> dict[str, Any]:
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
-    from .case_source import load_cases, user_case_source
-    from .tolerance import default_profile_name, get_profile
+    from .error_model.tolerance import default_profile_name, get_profile
+    from .golden.case_source import load_cases, user_case_source
+    from .judge.xfail import load_xfail
     from .usage_error import UsageError
-    from .xfail import load_xfail
 
     selector = config.getoption("--rope-backend")
     try:
@@ -111,7 +111,7 @@ def pytest_configure(config: Any) -> None:
 
 
 def pytest_report_header(config: Any) -> list[str]:
-    from .header import distribution_version, header_lines, roperef_environment
+    from .report.header import distribution_version, header_lines, roperef_environment
 
     state = getattr(config, _STATE_KEY, None)
     if state is None:

@@ -1,6 +1,6 @@
 """Case selection by id: the one rule behind ``--filter``/``-k``, ``--rope-filter`` and the catalogue's filters.
 
-A case id is also its filter (:mod:`conformance.case`). A pattern is a comma-separated list of
+A case id is also its filter (:mod:`conformance.cases.case`). A pattern is a comma-separated list of
 alternatives; an alternative with a glob character (``*?[``) is an fnmatch pattern on the whole
 id, otherwise a substring of the id. This module is a leaf: it works on anything with an ``id``
 (recipes, golden cases, report rows).

@@ -1,12 +1,12 @@
 """The words a case is described with, in one place: stages and their arrays, families, dtypes,
 tiers, flags and features.
 
-Every record of a case (:class:`conformance.case.GoldenCase`, :class:`conformance.case.CaseRecipe`,
+Every record of a case (:class:`conformance.cases.case.GoldenCase`, :class:`conformance.cases.case.CaseRecipe`,
 a golden manifest entry, a user's ``case.json``) takes its field values from these closed sets and
-is checked against them by one function, :func:`conformance.case.check_case_fields`. Scaling
+is checked against them by one function, :func:`conformance.cases.case.check_case_fields`. Scaling
 types and pairings are the spec's words: :data:`roperef.spec.SCALING_TYPES` and
 :data:`roperef.spec.PAIRINGS` (the catalogue covers every one of them). Position regimes belong
-to :mod:`conformance.cases_positions`.
+to :mod:`conformance.cases.positions`.
 
 Stages and their arrays (``cu_seqlens`` optional, packed thd cases only):
 
@@ -21,7 +21,7 @@ backward     grad, positions[, cu_seqlens]        grad_x
 ===========  ===================================  ===========================
 
 Reference arrays (:data:`REFERENCE_ARRAYS`) are what the expected outputs were computed with
-(see :mod:`conformance.case`).
+(see :mod:`conformance.cases.case`).
 
 This module is a leaf: it imports nothing from roperef or conformance.
 """
@@ -100,10 +100,10 @@ FLAGS: dict[str, str] = {
     "small-scale": "inputs scaled down (|x| ~ 1e-3)",
     "zeros": "exact zeros in the input, including a whole pair",
     "model": "a real model's config through roperef.hf, its real head dim",
-    "generated": "generated in memory for the backend's interface (conformance.generated), not a golden case",
+    "generated": "generated in memory for the backend's interface (conformance.generated.plan), not a golden case",
 }
 
-#: Features a case may need from a backend (see :func:`conformance.case.case_features`).
+#: Features a case may need from a backend (see :func:`conformance.cases.case.case_features`).
 FEATURES = (
     "partial",  # rotary_dim < head_dim, window at the start
     "window_last",  # rotary_start > 0

@@ -7,7 +7,7 @@ an angle given exactly as ``hi + lo`` (Dekker's TwoProduct of an integer positio
 float64 frequency, ``|lo| <= ulp(hi)/2``) with ``+ - *`` and round-to-nearest alone,
 in a fixed order, so the bits are the same on every IEEE-754 machine (no FMA: neither
 NumPy's ufuncs nor Numba without ``fastmath`` contract ``a*b + c``). The Numba kernels
-(:mod:`roperef.fast_kernels`) repeat these operations one for one.
+(:mod:`roperef.fast.kernels`) repeat these operations one for one.
 
 Domain: ``|hi| <= 2^32`` (positions in ``[-2^31, 2^31)`` times frequencies ``<= pi``;
 :mod:`roperef.frequencies` keeps frequencies in range).

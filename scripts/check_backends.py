@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from conformance.backends.names import BUILTIN_BACKENDS
     from conformance.exit_codes import ExitCode
-    from conformance.xfail import xfail_path
+    from conformance.judge.xfail import xfail_path
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report_dir", type=Path)

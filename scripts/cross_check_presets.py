@@ -5,8 +5,8 @@
     python scripts/cross_check_presets.py --allow hunyuan-a13b-instruct  # exit 0 despite that DIFFER
 
 Per preset: the model type, roperef's RoPE entries and layers, and the verdict of
-:func:`conformance.hf_crosscheck.cross_check` (AGREE / DIFFER / NOT_CHECKED) with the items that are not
-AGREE. Then a count over the default configs of :data:`roperef.hf_families.ROPE_FAMILIES`.
+:func:`conformance.hf.crosscheck.cross_check` (AGREE / DIFFER / NOT_CHECKED) with the items that are not
+AGREE. Then a count over the default configs of :data:`roperef.hf.families.ROPE_FAMILIES`.
 Exit status 1 when a preset DIFFERs and is not ``--allow``-ed. Needs torch and transformers.
 """
 
@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance.cases_catalog import presets_dir  # noqa: E402 - imported after sys.path gains the repo root
-from conformance.hf_crosscheck import cross_check  # noqa: E402 - imported after sys.path gains the repo root
-from conformance.preset_coverage import coverage, remote_code_presets  # noqa: E402 - imported after sys.path gains the repo root
-from roperef import hf_families as fam  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.cases.catalog import presets_dir  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf.crosscheck import cross_check  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf.preset_coverage import coverage, remote_code_presets  # noqa: E402 - imported after sys.path gains the repo root
+from roperef.hf import families as fam  # noqa: E402 - imported after sys.path gains the repo root
 from roperef.hf import model_rope  # noqa: E402 - imported after sys.path gains the repo root
 
 BEGIN, END = "<!-- cross-check:begin (scripts/cross_check_presets.py) -->", "<!-- cross-check:end -->"
@@ -109,14 +109,14 @@ def render(folder: Path) -> tuple[str, list[str]]:
         *rows,
         "",
         f"Default configs of the {sum(fam_verdicts.values())} RoPE model types of "
-        f"`roperef.hf_families.ROPE_FAMILIES` (transformers' own `AutoConfig.for_model(model_type)`): "
+        f"`roperef.hf.families.ROPE_FAMILIES` (transformers' own `AutoConfig.for_model(model_type)`): "
         + ", ".join(f"{v} {k}" for k, v in sorted(fam_verdicts.items())) + "; the others:",
         "",
         *fam_rows,
         "",
         f"Coverage: {covered} of the {families} RoPE model types of `ROPE_FAMILIES` have a real published config "
-        f"in the corpus (`conformance/preset_coverage.py`); the others name the reason "
-        f"(`conformance/preset_gaps.py`). Remote-code families (model types transformers does not ship): "
+        f"in the corpus (`conformance/hf/preset_coverage.py`); the others name the reason "
+        f"(`conformance/hf/preset_gaps.py`). Remote-code families (model types transformers does not ship): "
         + ", ".join(f"{stem} (`{mt}`)" for stem, mt in remote) + ".",
         "",
         *cov_rows,

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from conformance.explore import ExploreConfig, explore  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.explore.run import ExploreConfig, explore  # noqa: E402 - imported after sys.path gains the repo root
 from wrong_backends import BUGS, Buggy  # noqa: E402 - imported after sys.path gains tests/
 
 

@@ -1,7 +1,7 @@
-"""Write ``roperef/hf_families.py``: every model type of the installed transformers, classified by how
+"""Write ``roperef/hf/families.py``: every model type of the installed transformers, classified by how
 its text attention applies RoPE, read from transformers' own source and probed on random input.
 
-    python scripts/gen_hf_families.py            # rewrite roperef/hf_families.py
+    python scripts/gen_hf_families.py            # rewrite roperef/hf/families.py
     python scripts/gen_hf_families.py --check    # exit 1 if the checked-in file is not what this gives
 
 For each model type (``CONFIG_MAPPING_NAMES``), with its default config built in memory:
@@ -9,7 +9,7 @@ For each model type (``CONFIG_MAPPING_NAMES``), with its default config built in
 - a composite config (``get_text_config()`` is a sub-config) is a *wrapper*: its text type (and vision type);
 - no ``*RotaryEmbedding`` class in its modeling files: *no RoPE*;
 - a text rotary class that builds from the config and an apply function the attention calls: *RoPE*, with
-  the pairing found by running that apply function (:func:`conformance.hf_truth.probe_apply`). When the
+  the pairing found by running that apply function (:func:`conformance.hf.truth.probe_apply`). When the
   attention picks the function from ``config.rope_interleave``, the family is recorded as
   ``rope_interleave`` with the config class's default for the flag;
 - anything else (vision/audio-only rotary, a module that needs other arguments, a reversed rotation, an
@@ -18,7 +18,7 @@ For each model type (``CONFIG_MAPPING_NAMES``), with its default config built in
 It also lists the model types whose ``compute_default_rope_parameters`` reads ``partial_rotary_factor``,
 and every config class's ``attribute_map`` (``ATTRIBUTE_MAPS``). A model type shipped with only a
 configuration file is classified by the modeling source of the class ``AutoModel`` maps it to
-(:func:`conformance.hf_truth.modeling_modules`).
+(:func:`conformance.hf.truth.modeling_modules`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance import hf_source  # noqa: E402 - imported after sys.path gains the repo root
-from conformance.hf_truth import (  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf import source as hf_source  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf.truth import (  # noqa: E402 - imported after sys.path gains the repo root
     apply_function,
     entry_tensors,
     indexer_apply,
@@ -46,7 +46,7 @@ from conformance.hf_truth import (  # noqa: E402 - imported after sys.path gains
     text_rotary_class,
 )
 
-OUT = ROOT / "roperef" / "hf_families.py"
+OUT = ROOT / "roperef" / "hf" / "families.py"
 
 
 def _pairing(cfg, modules, cls) -> tuple[str | None, str]:
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render()
     if args.check:
         same = OUT.read_text() == text
-        print("roperef/hf_families.py is " + ("current" if same else "STALE: run scripts/gen_hf_families.py"))
+        print("roperef/hf/families.py is " + ("current" if same else "STALE: run scripts/gen_hf_families.py"))
         return 0 if same else 1
     OUT.write_text(text)
     print(f"wrote {OUT.relative_to(ROOT)}")

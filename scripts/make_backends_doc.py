@@ -9,7 +9,7 @@ Reads every ``*.json`` in REPORT_DIR (sorted by name). A report is an object wit
 ``backend`` (a name, or an object with ``name``), optional ``capabilities`` and
 ``results``: a list of case results, each with ``id``, ``family``, ``status``, optional
 ``metrics.budget_used``, ``diagnosis.summary``, ``xfail_reason`` and ``message``
-(the schema of ``conformance/runner.py``'s ``CaseResult.to_dict``). A list of such
+(the schema of ``conformance/judge/runner.py``'s ``CaseResult.to_dict``). A list of such
 reports, or ``{"reports": [...]}``, is accepted too.
 
 Output: the bug-class coverage of each backend (classes judged / classes its interface can

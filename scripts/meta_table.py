@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     from bug_engines import BUGS, BugEngine
     from conformance.bugs.catalogue import BY_ID
     from conformance.bugs.facts import case_facts
-    from conformance.declared import Interface
-    from conformance.generated import materialize_all, plan_cases
-    from conformance.runner import RunOptions, run_cases
+    from conformance.calls.declared import Interface
+    from conformance.generated.plan import materialize_all, plan_cases
+    from conformance.judge.runner import RunOptions, run_cases
     from judge_cases import smoke_cases
 
     smoke = list(smoke_cases())

@@ -144,9 +144,9 @@ def _judge_onnx_output(case_dir: Path, onnx_out: np.ndarray) -> tuple[str, float
     from dataclasses import replace
 
     from conformance.backends.base import Capabilities
-    from conformance.runner import judge_case
-    from conformance.tolerance import get_profile
-    from conformance.user_cases import expected_outputs, load_user_case
+    from conformance.cases.user import expected_outputs, load_user_case
+    from conformance.error_model.tolerance import get_profile
+    from conformance.judge.runner import judge_case
 
     case = load_user_case(case_dir / "case.json", case_dir.parent)
     exact = expected_outputs(case.stage, case.spec, case.inputs())  # never ONNX's own y.npy (--keep-expected)

@@ -6,7 +6,7 @@ Usage::
     python scripts/probe_faults.py [--quick] [--json OUT.json]
 
 Probe classes (each one runs ``roperef`` in a subprocess with a wall-clock limit, except the
-config mutations, which call ``conformance.cli.main`` in this process):
+config mutations, which call ``conformance.cli.main.main`` in this process):
 
 - ``backend``: fault-injection backends (``tests/fault_backends.py``: sys.exit, KeyboardInterrupt,
   sleep, a GIL-holding C call, os._exit, abort, segfault, garbage outputs, crash or exit at import)
@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 LIMIT_S = 60.0
 sys.path[:0] = [str(ROOT), str(TESTS)]
-from conformance.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.calls.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - imported after sys.path gains the repo root
 
 
 @dataclass
@@ -207,7 +207,7 @@ def probe_sigint(p: Probe, golden: Path, tmp: Path) -> None:
 
 
 def _golden_state(target: Path, old: bytes, new_ids: set[str]) -> str:
-    from conformance.golden import verify_golden
+    from conformance.golden.store import verify_golden
 
     beside = [q.name for q in target.parent.iterdir() if q.name not in (target.name, "old-manifest.json")]
     if beside:
@@ -429,7 +429,7 @@ def _mutations(cfg: dict, rng: random.Random) -> list[tuple[str, object]]:
 
 
 def probe_configs(p: Probe, tmp: Path, quick: bool) -> None:
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     presets = sorted((ROOT / "conformance" / "presets").glob("*.json"))
     rng = random.Random(16)

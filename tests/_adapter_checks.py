@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.case import GoldenCase, numpy_dtype
+from conformance.cases.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
@@ -96,10 +96,10 @@ def assert_sensitive(backend: Any, case: GoldenCase, table_dtype: str) -> None:
 def smoke_results(backend: Any, xfail_file: str) -> tuple[list[Any], list[Any]]:
     """Run the default case set of ``roperef check`` on ``backend`` (the smoke tier plus the cases
     generated for its interface) through the judge; return (results, stale xfail entries)."""
-    from conformance.cases import catalogue, materialize
-    from conformance.generated import materialize_all, plan_cases
-    from conformance.runner import RunOptions, run_cases
-    from conformance.xfail import load_xfail
+    from conformance.cases.materialize import catalogue, materialize
+    from conformance.generated.plan import materialize_all, plan_cases
+    from conformance.judge.runner import RunOptions, run_cases
+    from conformance.judge.xfail import load_xfail
 
     cases = [materialize(r, check_fast=False) for r in catalogue("smoke")]
     cases += materialize_all(plan_cases(backend).cases)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.case import GoldenCase, numpy_dtype
+from conformance.cases.case import GoldenCase, numpy_dtype
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 
@@ -61,7 +61,7 @@ def long_position_cases() -> list[GoldenCase]:
 @functools.cache
 def smoke_cases() -> tuple[GoldenCase, ...]:
     """The whole smoke catalogue, materialized in memory (float64 reference only)."""
-    from conformance.cases import catalogue, materialize
+    from conformance.cases.materialize import catalogue, materialize
 
     return tuple(materialize(r, check_fast=False) for r in catalogue("smoke"))
 
@@ -74,7 +74,7 @@ def subset(pattern: str) -> list[GoldenCase]:
 
 def write_golden_dir(directory: Path, cases) -> Path:
     """A golden directory holding ``cases`` (through the real writer)."""
-    from conformance.golden import write_golden
+    from conformance.golden.store import write_golden
 
     write_golden(list(cases), directory, tier="smoke")
     return directory
@@ -82,7 +82,7 @@ def write_golden_dir(directory: Path, cases) -> Path:
 
 def materialize_subset(pattern: str) -> list[GoldenCase]:
     """Only the catalogue recipes matching ``pattern``, materialized (cheaper than the whole tier)."""
-    from conformance.cases import catalogue, materialize
+    from conformance.cases.materialize import catalogue, materialize
     from conformance.selection import select
 
     return [materialize(r, check_fast=False) for r in select(catalogue("smoke"), pattern)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
-from conformance.case import GoldenCase
+from conformance.cases.case import GoldenCase
 from conformance.vocabulary import FEATURES
 
 __all__ = ["offset_only_bf16", "tables_only_offsets_ignored", "decode_only_row0", "NarrowEngine"]

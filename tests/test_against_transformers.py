@@ -24,7 +24,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from conformance.cases_catalog import presets_dir  # noqa: E402  # after the importorskip above
+from conformance.cases.catalog import presets_dir  # noqa: E402  # after the importorskip above
 from roperef.frequencies import inv_freq  # noqa: E402  # after the importorskip above
 from roperef.hf import spec_from_config  # noqa: E402  # after the importorskip above
 from roperef.reference import forward  # noqa: E402  # after the importorskip above

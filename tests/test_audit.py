@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.audit import BOUND_UNITS, U64, audit_case
-from conformance.case import GoldenCase
-from conformance.golden import load_golden
+from conformance.cases.case import GoldenCase
+from conformance.golden.audit import BOUND_UNITS, U64, audit_case
+from conformance.golden.store import load_golden
 from roperef.spec import RopeSpec
 
 REPO_GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -10,8 +10,8 @@ import pytest
 
 from conformance.backends.base import BaseBackend, Capabilities, declaration_notes
 from conformance.backends.resolve import BackendError, resolve_backend
-from conformance.report import console, to_json, write_markdown
-from conformance.runner import RunOptions, run_cases
+from conformance.judge.runner import RunOptions, run_cases
+from conformance.report.formats import console, to_json, write_markdown
 from judge_cases import forward_case
 from roperef import reference
 from roperef.spec import RopeSpec

@@ -13,7 +13,7 @@ from _adapter_checks import assert_close, assert_sensitive, make_case, require, 
 from conformance.backends import mlx as mlx_adapter
 from conformance.backends.mlx import MlxBackend
 from conformance.backends.mlx_lm import MlxLmBackend
-from conformance.xfail import xfail_path
+from conformance.judge.xfail import xfail_path
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec, Scaling
 
@@ -64,7 +64,7 @@ def test_missing_library_is_not_supported(monkeypatch):
 
 @pytest.mark.parametrize("backend_cls,registered", [(MlxBackend, "mlx"), (MlxLmBackend, "mlx-lm")])
 def test_smoke_tier(mx, backend_cls, registered):
-    require("conformance.runner")
+    require("conformance.judge.runner")
     if backend_cls is MlxLmBackend:
         require("mlx_lm")
     results, stale = smoke_results(backend_cls(), str(xfail_path(registered)))

@@ -14,7 +14,7 @@ from conformance.backends import keras_hub as keras_adapter
 from conformance.backends import penzai as penzai_adapter
 from conformance.backends.keras_hub import KerasHubBackend
 from conformance.backends.penzai import PenzaiBackend
-from conformance.xfail import xfail_path
+from conformance.judge.xfail import xfail_path
 from roperef.spec import RopeSpec, Scaling
 
 YARN = RopeSpec(64, scaling=Scaling(type="yarn", factor=8.0, original_max_position_embeddings=2048))
@@ -90,7 +90,7 @@ def test_missing_library_is_not_supported(monkeypatch):
 
 @pytest.mark.parametrize("which,registered", [("keras_hub", "keras-hub"), ("penzai", "penzai")])
 def test_smoke_tier(request, which, registered):
-    require("conformance.runner")
+    require("conformance.judge.runner")
     backend = request.getfixturevalue(f"{which}_backend")
     results, stale = smoke_results(backend, str(xfail_path(registered)))
     bad = [f"{r.status} {r.id}: {r.message}" for r in results if r.status in ("FAIL", "ERROR", "XPASS")]

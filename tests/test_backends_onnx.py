@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from _adapter_checks import assert_sensitive, make_case, require, smoke_results
-from conformance.runner import RunOptions, run_cases
-from conformance.user_cases import load_user_cases
-from conformance.xfail import load_xfail, xfail_path
+from conformance.cases.user import load_user_cases
+from conformance.judge.runner import RunOptions, run_cases
+from conformance.judge.xfail import load_xfail, xfail_path
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from conformance.backends.names import BUILTIN_BACKENDS
-from conformance.case import GoldenCase
-from conformance.case_source import load_cases
-from conformance.runner import RunOptions, RunReport, run_cases
-from conformance.xfail import load_xfail, xfail_path
+from conformance.cases.case import GoldenCase
+from conformance.golden.case_source import load_cases
+from conformance.judge.runner import RunOptions, RunReport, run_cases
+from conformance.judge.xfail import load_xfail, xfail_path
 from roperef import reference
 from roperef.spec import RopeSpec, Scaling
 
@@ -118,7 +118,7 @@ def test_rotary_embedding_torch_position_bug_fails_in_the_default_run(tmp_path: 
     """The default run (goldens + cases generated for the adapter's interface) catches the bf16/fp16
     position bug and names it; with the adapter's xfail file every entry is active (none stale)."""
     need("torch", "rotary_embedding_torch")
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     report = tmp_path / "r.json"
     assert main(["check", "--backend", "rotary-embedding-torch", "-q", "--json", str(report)]) == 1
@@ -217,7 +217,7 @@ def test_bfloat16_round_trip_is_bit_exact() -> None:
 
 def _case(spec: RopeSpec, dtype: str, *, offset: int, batch: int = 2, seq: int = 5) -> GoldenCase:
     """A forward case at odd positions offset..offset+seq-1 (row b offset by 17*b), x rounded to dtype."""
-    from conformance.case import numpy_dtype
+    from conformance.cases.case import numpy_dtype
 
     rng = np.random.default_rng(offset + seq)
     x = rng.standard_normal((batch, seq, 2, spec.head_dim)).astype(numpy_dtype(dtype)).astype(np.float64)

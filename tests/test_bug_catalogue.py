@@ -14,8 +14,8 @@ from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import budget, run_decoy
 from conformance.bugs.facts import Precision, case_facts
-from conformance.generated import materialize_all, plan_cases
-from conformance.tolerance import get_profile, resolve
+from conformance.error_model.tolerance import get_profile, resolve
+from conformance.generated.plan import materialize_all, plan_cases
 from conformance.vocabulary import STAGES
 from judge_cases import smoke_cases
 

@@ -9,9 +9,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.case import CaseRecipe, GoldenCase, check_case_fields
-from conformance.cases import DisagreementError, catalogue, materialize, recipe_positions
-from conformance.cases_catalog import presets_dir
+from conformance.cases.case import CaseRecipe, GoldenCase, check_case_fields
+from conformance.cases.catalog import presets_dir
+from conformance.cases.materialize import DisagreementError, catalogue, materialize, recipe_positions
 from conformance.selection import select
 from conformance.vocabulary import DTYPES, FAMILIES, FLAGS, USER_TIER
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cli_runs import run_check
-from conformance.cli import main
+from conformance.cli.main import main
 from judge_cases import materialize_subset, write_golden_dir
 
 PATTERN = "forward/default/*,freq/default/*,table/default/half/float64/b2-s16-d64/short,mrope/chunked/*text-only*"

@@ -10,9 +10,9 @@ from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.decoy import run_decoy
-from conformance.diagnose import diagnose
-from conformance.runner import RunOptions, run_cases
-from conformance.tolerance import get_profile, resolve
+from conformance.diagnose.likely_bug import diagnose
+from conformance.error_model.tolerance import get_profile, resolve
+from conformance.judge.runner import RunOptions, run_cases
 from conformance.vocabulary import STAGES
 from judge_cases import forward_case
 from roperef import reference
@@ -72,7 +72,7 @@ def test_ties_are_said_with_a_separating_case_and_the_runner_up():
     case = forward_case(spec, pos, "float32")
     wrong = reference.forward(case.arrays["x"], np.broadcast_to(np.arange(16), (2, 16)), spec)
     d = diagnose(case, {"y": wrong}, _r(case, F32, "float32"),
-                 separate=__import__("conformance.separate", fromlist=["x"]).separating_case)
+                 separate=__import__("conformance.diagnose.separate", fromlist=["x"]).separating_case)
     assert set(d["matches"]) == {"positions:offsets-ignored", "positions:row0-everywhere"}
     assert d["summary"].startswith("likely cause, one of: ")
     assert d["separate"] is not None and "rows" in d["separate"]["case"]
@@ -106,7 +106,7 @@ def test_every_class_has_a_decoy_that_differs_from_the_correct_output_on_its_pro
     """Each class's decoy, on a case its rule says exposes it, differs from the expected output
     by more than its bound (float32 precision): the catalogue's rules and decoys agree."""
     from conformance.bugs.facts import Precision, case_facts
-    from conformance.generated import materialize_all, plan_cases
+    from conformance.generated.plan import materialize_all, plan_cases
 
     engine = BugEngine(precision="float32")
     cases = materialize_all(plan_cases(engine).cases)
@@ -136,7 +136,7 @@ def test_classes_cite_a_spec_section_and_say_where_they_occur():
 def test_a_float32_engine_that_declares_nothing_is_told_so():
     """Judged as float64 (its declaration), a correct float32 engine fails at long positions; each
     FAIL says it would pass with angle_dtype='float32', and no decoy is blamed."""
-    from conformance.generated import materialize_all, plan_cases
+    from conformance.generated.plan import materialize_all, plan_cases
 
     engine = BugEngine(precision="float32", capabilities=Capabilities(stages=frozenset(STAGES)))
     cases = materialize_all(plan_cases(engine).cases)[::6]

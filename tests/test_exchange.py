@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.cli import main
-from conformance.exchange import case_folder
+from conformance.cli.exchange import case_folder
+from conformance.cli.main import main
 from judge_cases import materialize_subset, write_golden_dir
 from roperef import reference
 from roperef.spec import RopeSpec

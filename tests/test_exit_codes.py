@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import conformance.cli as cli
+import conformance.cli.main as cli
 from cli_runs import run_cli
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.exit_codes import ExitCode
 from judge_cases import materialize_subset, write_golden_dir
 
@@ -50,7 +50,7 @@ def test_a_missing_golden_directory_is_a_usage_error(golden, capsys, monkeypatch
 
 
 def test_without_a_golden_directory_the_run_says_what_it_judges(capsys, monkeypatch, tmp_path):
-    import conformance.golden as golden_mod
+    import conformance.golden.store as golden_mod
 
     monkeypatch.delenv("ROPEREF_GOLDEN", raising=False)
     monkeypatch.setattr(golden_mod, "default_golden_dir", lambda: tmp_path / "golden")
@@ -90,7 +90,7 @@ def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
 
 
 def test_golden_list_defaults_to_the_smoke_tier_and_refuses_an_empty_filter(capsys):
-    from conformance.cases import catalogue
+    from conformance.cases.materialize import catalogue
 
     code, out, err = run_cli(capsys, "golden", "list")
     assert code == 0 and len(out.splitlines()) == len(catalogue("smoke")) < len(catalogue("full"))
@@ -100,7 +100,7 @@ def test_golden_list_defaults_to_the_smoke_tier_and_refuses_an_empty_filter(caps
 
 
 def test_an_internal_error_is_exit_4_with_one_line_and_debug_shows_the_traceback(golden, capsys, monkeypatch):
-    import conformance.cli_golden as cli_golden
+    import conformance.cli.golden as cli_golden
 
     def broken(args):
         raise ZeroDivisionError("planted")
@@ -125,7 +125,7 @@ def test_an_internal_error_is_exit_4_with_one_line_and_debug_shows_the_traceback
     (SystemExit(0), 4, "unexpected exit request SystemExit(0)"),
 ])
 def test_main_turns_every_exception_into_one_line(monkeypatch, capsys, exc, code, needle):
-    import conformance.cli_golden as cli_golden
+    import conformance.cli.golden as cli_golden
 
     def raising(args):
         raise exc
@@ -137,7 +137,7 @@ def test_main_turns_every_exception_into_one_line(monkeypatch, capsys, exc, code
 
 
 def test_ctrl_c_outside_a_run_is_130_without_a_traceback(monkeypatch, capsys):
-    import conformance.cli_golden as cli_golden
+    import conformance.cli.golden as cli_golden
 
     def interrupted(args):
         raise KeyboardInterrupt

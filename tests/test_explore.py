@@ -14,12 +14,12 @@ from cli_runs import run_check
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
-from conformance.case import case_features
-from conformance.explore import ExploreConfig, explore
-from conformance.explore_draw import build_case, declared_reason, draw_case
-from conformance.explore_shrink import candidates
-from conformance.explore_specs import Interface
-from conformance.golden import load_golden
+from conformance.cases.case import case_features
+from conformance.explore.draw import build_case, declared_reason, draw_case
+from conformance.explore.run import ExploreConfig, explore
+from conformance.explore.shrink import candidates
+from conformance.explore.specs import Interface
+from conformance.golden.store import load_golden
 from conformance.vocabulary import FEATURES, STAGES
 from wrong_backends import Buggy
 from wrong_backends_long import CorrectOffsetOnly, OffsetOnlyBf16Positions

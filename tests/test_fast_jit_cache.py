@@ -32,7 +32,7 @@ print("ok")
 """
 
 CHECK_ALL_CACHE_HITS = """
-from roperef import fast_kernels
+from roperef.fast import kernels as fast_kernels
 for kernel in (fast_kernels.tables_kernel, fast_kernels.rope_kernel, fast_kernels.apply_kernel):
     stats = kernel.stats
     assert sum(stats.cache_misses.values()) == 0, (kernel.__name__, "compiled instead of loading", stats.cache_misses)
@@ -42,7 +42,8 @@ print("ok")
 
 CHECK_IMPORT_COMPILES_NOTHING = """
 import os
-from roperef import fast, fast_kernels
+from roperef import fast
+from roperef.fast import kernels as fast_kernels
 kernels = [fast_kernels.tables_kernel, fast_kernels.rope_kernel, fast_kernels.apply_kernel]
 assert all(k.signatures == [] for k in kernels), [k.signatures for k in kernels]
 files = [f for _, _, fs in os.walk(os.environ["NUMBA_CACHE_DIR"]) for f in fs]

@@ -2,7 +2,7 @@
 
 Outputs of at least ``fast.STREAM_MIN_BYTES`` (16-byte aligned, whole 16-byte stores per
 token) are rotated into a per-block scratch and written with non-temporal stores
-(:mod:`roperef.fast_llvm`). These tests check when that path is chosen, and that it
+(:mod:`roperef.fast.llvm`). These tests check when that path is chosen, and that it
 writes exactly the bytes the ordinary path writes (bit for bit, every layout and
 dtype), which are within 2 ulp (representable steps) of the reference. Hypothesis cases are small, so they
 run with every aligned output streamed (``STREAMED``); one test uses a real 16 MiB

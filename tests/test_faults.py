@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import fault_backends as fb
-from conformance.cli import main
-from conformance.runner import RunOptions, cpu_count, effective_jobs, run_cases
+from conformance.cli.main import main
+from conformance.judge.runner import RunOptions, cpu_count, effective_jobs, run_cases
 from judge_cases import forward_case, materialize_subset, write_golden_dir
 from roperef.spec import RopeSpec
 
@@ -89,7 +89,7 @@ def test_in_process_time_limit_abandons_a_sleeping_call_and_a_hung_backend_is_gi
 
 
 def test_the_default_time_limit_applies_with_and_without_isolation(golden, capsys, monkeypatch):
-    import conformance.runner as runner
+    import conformance.judge.runner as runner
 
     seen = []
     real = runner.run_cases
@@ -205,7 +205,7 @@ def test_supports_that_exits_while_cases_are_planned_is_each_cases_error_not_an_
     thread): a sys.exit there is the same per-case reason, never exit 4 (INTERNAL)."""
     import json
 
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     code = main(["check", "--backend", "fault_backends:SupportsExits", "-q", "--json", str(tmp_path / "r.json")])
     capsys.readouterr()
@@ -215,7 +215,7 @@ def test_supports_that_exits_while_cases_are_planned_is_each_cases_error_not_an_
 
 
 def test_supports_reason_turns_every_exception_into_a_reason_but_lets_ctrl_c_through():
-    from conformance.stage_call import supports_reason
+    from conformance.calls.stage_call import supports_reason
 
     case = _cases(1)[0]
     assert supports_reason(fb.SupportsExits(), case) == "supports() raised SystemExit(0) (a backend must not exit the process)"

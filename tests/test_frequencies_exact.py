@@ -8,7 +8,7 @@ leave ~140 bits beyond float64, so a rounding boundary in the way of one of thes
 values is out of reach; roperef's own evaluation (Ziv's strategy from 160 bits) must land
 on the same double for every value.
 
-The model (:func:`conformance.exact_model.mp_inv_freq`, shared with the golden audit) is
+The model (:func:`conformance.golden.exact_model.mp_inv_freq`, shared with the golden audit) is
 plain mpmath written from the spec text, not roperef's evaluation.
 
 The second half shows that nothing platform-dependent feeds the reference: NumPy's and
@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.exact_model import mp_inv_freq
-from conformance.golden import default_golden_dir, verify_golden
+from conformance.golden.exact_model import mp_inv_freq
+from conformance.golden.store import default_golden_dir, verify_golden
 from roperef import RopeSpec, fast, reference
 from roperef.frequencies import inv_freq
 from strategies import rope_specs

@@ -11,13 +11,13 @@ import pytest
 from bug_engines import BugEngine
 from conformance.backends.base import Capabilities
 from conformance.bugs.catalogue import CATALOGUE
-from conformance.check_sources import attach_sections, with_generated
-from conformance.cli import main
-from conformance.declared import INCONSISTENT
-from conformance.generated import materialize_all, materialize_generated, plan_cases
-from conformance.generated_positions import COVERAGE_REGIMES, REGIMES
-from conformance.generated_specs import SPEC_VARIANTS
-from conformance.runner import RunOptions, run_cases
+from conformance.calls.declared import INCONSISTENT
+from conformance.cli.main import main
+from conformance.generated.plan import materialize_all, materialize_generated, plan_cases
+from conformance.generated.positions import COVERAGE_REGIMES, REGIMES
+from conformance.generated.specs import SPEC_VARIANTS
+from conformance.judge.check_sources import attach_sections, with_generated
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import smoke_cases
 from narrow_backends import NarrowEngine
 from roperef import reference

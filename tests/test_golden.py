@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.cases import catalogue, materialize
-from conformance.cli import main
-from conformance.golden import (
+from conformance.cases.materialize import catalogue, materialize
+from conformance.cli.main import main
+from conformance.golden.store import (
     GoldenError,
     array_sha256,
     default_golden_dir,
@@ -295,10 +295,10 @@ def test_cli_verify_reports_damage(tmp_path, capsys):
 def test_export_subcommand_is_wired_when_installed():
     import importlib.util
 
-    from conformance.cli import build_parser
+    from conformance.cli.main import build_parser
 
     parser, _ = build_parser()
     golden = parser._subparsers._group_actions[0].choices["golden"]
     actions = golden._subparsers._group_actions[0].choices
     assert {"generate", "verify", "list", "show", "audit"} <= set(actions)
-    assert ("export" in actions) == (importlib.util.find_spec("conformance.cli_export") is not None)
+    assert ("export" in actions) == (importlib.util.find_spec("conformance.cli.export") is not None)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.cases_catalog import presets_dir
+from conformance.cases.catalog import presets_dir
 from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, NoRopeError, load_config, model_rope, spec_from_config
 from roperef.spec import RopeSpec
@@ -479,7 +479,7 @@ def _cli_args(config, layer_type=None) -> argparse.Namespace:
 
 
 def test_cli_spec_prints_json(tmp_path, capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
 
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"model_type": "gemma3_text"}))
@@ -492,7 +492,7 @@ def test_cli_spec_prints_json(tmp_path, capsys):
 
 
 def test_cli_spec_error_is_one_line(capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
 
     assert cli_spec.run(_cli_args(MALFORMED / "linear_factor_below_one.json")) == 2
     err = capsys.readouterr().err
@@ -500,7 +500,7 @@ def test_cli_spec_error_is_one_line(capsys):
 
 
 def test_cli_main_dispatch(capsys):
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     assert main(["spec", str(MALFORMED / "unknown_rope_type.json")]) == 2
     assert "rope_type" in capsys.readouterr().err
@@ -597,7 +597,7 @@ def test_llama4_equal_low_and_high_freq_factors():
     want = np.where(2 * np.pi / base > 8192, base / 16, base)
     np.testing.assert_allclose(w, want, rtol=1e-13)
     assert att == 1.0 and (want != base).any() and (want == base).any()
-    from conformance.conditioning import blend_conditioning
+    from conformance.error_model.conditioning import blend_conditioning
 
     with np.errstate(all="raise"):  # no 0/0 from the empty band
         assert not blend_conditioning(spec).any()
@@ -616,10 +616,10 @@ def test_deepseek_v4_compress_rope_facts():
 
 def test_every_rope_family_has_a_real_config_or_a_documented_gap():
     """Issue 12 item 5: each RoPE model type transformers ships is covered by a real published config, or
-    conformance/preset_gaps.py says why not; a gap that gains a preset must leave the list."""
-    from conformance.preset_coverage import coverage
-    from conformance.preset_gaps import GAPS
-    from roperef.hf_families import ROPE_FAMILIES
+    conformance/hf/preset_gaps.py says why not; a gap that gains a preset must leave the list."""
+    from conformance.hf.preset_coverage import coverage
+    from conformance.hf.preset_gaps import GAPS
+    from roperef.hf.families import ROPE_FAMILIES
 
     table = coverage(PRESETS)
     assert {fc.model_type for fc in table} == set(ROPE_FAMILIES)
@@ -632,7 +632,7 @@ def test_every_rope_family_has_a_real_config_or_a_documented_gap():
 
 
 def test_preset_model_types_reach_wrapped_and_nested_configs():
-    from conformance.preset_coverage import preset_model_types
+    from conformance.hf.preset_coverage import preset_model_types
 
     assert preset_model_types({"model_type": "qwen2_5_vl"}) == {"qwen2_5_vl", "qwen2_5_vl_text"}
     nested = {"model_type": "x_omni", "thinker_config": {"text_config": {"model_type": "x_text"}},

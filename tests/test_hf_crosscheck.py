@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases_catalog import presets_dir
-from roperef import hf_families as fam
+from conformance.cases.catalog import presets_dir
 from roperef.hf import HFQuirks
+from roperef.hf import families as fam
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
 
-from conformance.hf_crosscheck import cross_check, render
+from conformance.hf.crosscheck import cross_check, render
 
 PRESETS = presets_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_every_transformers_rope_family_default_config(model_type):
 
 
 def test_hf_families_is_current():
-    """roperef/hf_families.py is what scripts/gen_hf_families.py derives from the installed transformers."""
+    """roperef/hf/families.py is what scripts/gen_hf_families.py derives from the installed transformers."""
     import transformers
 
     if transformers.__version__ != fam.TRANSFORMERS_VERSION:
@@ -156,7 +156,7 @@ def test_wrong_layer_map_differs(monkeypatch):
     """Llama 4's NoPE layers moved by one: the per-layer comparison must see it."""
     import dataclasses
 
-    from conformance import hf_crosscheck
+    from conformance.hf import crosscheck as hf_crosscheck
     from roperef.hf import model_rope
 
     llama4 = {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
@@ -172,7 +172,7 @@ def test_wrong_layer_map_differs(monkeypatch):
 
 
 def test_cli_against_exit_codes(capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
     from conformance.exit_codes import ExitCode
 
     def run(name, sets=()):
@@ -217,7 +217,7 @@ def test_layer_types_of_a_config_without_the_list():
     from transformers import AutoConfig
 
     from roperef.hf import model_rope
-    from roperef.hf_families import ROPE_FAMILIES
+    from roperef.hf.families import ROPE_FAMILIES
 
     differ = []
     for mt in sorted(ROPE_FAMILIES):

@@ -311,7 +311,7 @@ def _write(tmp_path, cfg, name="config.json"):
 
 
 def test_cli_prints_assumptions_on_stderr_and_set_removes_them(tmp_path, capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
 
     path = _write(tmp_path, UNKNOWN)
     assert cli_spec.run(_args(path)) == 0
@@ -325,7 +325,7 @@ def test_cli_prints_assumptions_on_stderr_and_set_removes_them(tmp_path, capsys)
 
 
 def test_cli_no_rope_exit_code_and_layers(tmp_path, capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
     from conformance.exit_codes import ExitCode
 
     assert ExitCode.NO_ROPE == 5
@@ -343,7 +343,7 @@ def test_cli_no_rope_exit_code_and_layers(tmp_path, capsys):
 
 
 def test_cli_usage_errors_exit_2_with_one_line(tmp_path, capsys):
-    from conformance import cli_spec
+    from conformance.cli import spec as cli_spec
 
     path = _write(tmp_path, LLAMA)
     for kw in ({"sets": ["rope_theta"]}, {"layer_type": "sliding_attention"}, {"sets": ["pairing=diagonal"]}):
@@ -358,7 +358,7 @@ def test_cli_usage_errors_exit_2_with_one_line(tmp_path, capsys):
 
 
 def test_cli_set_values_parse_as_json_else_strings():
-    from conformance.cli_spec import parse_sets
+    from conformance.cli.spec import parse_sets
 
     assert parse_sets(["rope_theta=1e6", "rope_scaling.type=yarn", "rope_scaling=null", "a.b=[1, 2]"]) == {
         "rope_theta": 1e6, "rope_scaling.type": "yarn", "rope_scaling": None, "a.b": [1, 2]}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from roperef.hf_keys import Level
+from roperef.hf.keys import Level
 
 
 def test_need_num_and_need_int_return_the_config_value_or_the_default():

@@ -1,5 +1,5 @@
 """transformers' truth beyond config attributes: per-layer attention code, config-only model types,
-attribute maps and a ``text_config`` a non-composite config class ignores (conformance.hf_truth).
+attribute maps and a ``text_config`` a non-composite config class ignores (conformance.hf.truth).
 
 Synthetic configs only. The expected layers are read from the config the test writes (which layer types
 it declares), never from the code under test. Needs torch and transformers (skipped where absent, except
@@ -20,9 +20,9 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
 
-from conformance import hf_source  # after the importorskip above (tests allow late imports)
-from conformance.hf_crosscheck import cross_check, render
-from conformance.hf_truth import (
+from conformance.hf import source as hf_source  # after the importorskip above (tests allow late imports)
+from conformance.hf.crosscheck import cross_check, render
+from conformance.hf.truth import (
     apply_attention,
     hf_config,
     layer_probe,
@@ -31,7 +31,7 @@ from conformance.hf_truth import (
     text_config_of,
     transformers_truth,
 )
-from roperef import hf_families as fam
+from roperef.hf import families as fam
 from roperef.spec import RopeSpec
 
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
@@ -81,7 +81,7 @@ def test_layer_probe_differs_from_a_reading_that_gives_every_layer_rope(monkeypa
     """The cross-check reports the per-layer difference (roperef planted to give every layer RoPE)."""
     import dataclasses
 
-    from conformance import hf_crosscheck
+    from conformance.hf import crosscheck as hf_crosscheck
     from roperef.hf import model_rope
 
     cfg = {"model_type": "exaone4", **SMALL, "num_hidden_layers": 8, "layer_types": PATTERN, "sliding_window": 32}

@@ -3,6 +3,8 @@
 Checked on the source with ``ast`` (nothing is imported):
 
 - no import cycle among roperef and conformance modules, function-local imports included;
+- the packages are layers in the order of ``LAYERS`` (docs/design.md's package tree): a module
+  imports only modules of its own layer or of a layer below it, and every package has its place;
 - roperef never imports conformance; no module imports a CLI module (``conformance.cli*``)
   except another CLI module;
 - no ``module._private`` across modules: neither ``from m import _name`` nor ``m._name`` where
@@ -31,9 +33,45 @@ LAZY_LIBRARIES = frozenset({
     "rotary_embedding_torch", "torchtune", "transformer_engine", "vllm",
 })
 #: our modules that import a heavy library when they are loaded (Numba kernels: compiled on first call)
-HEAVY_MODULES = frozenset({"roperef.fast_kernels", "conformance.long_context_kernel"})
+HEAVY_MODULES = frozenset({"roperef.fast.kernels", "conformance.long_context.kernel"})
 #: the adapters (imported only when a backend is selected)
 ADAPTERS = frozenset(target.split(":")[0] for target in BUILTIN_BACKENDS.values())
+#: the layers of the tree, bottom to top (docs/design.md, "Layout"): package (or module) prefixes per layer.
+#: ``roperef`` and ``conformance`` alone stand for their top-level modules (the leaves and the maths).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("roperef",),                      # the maths: spec, exact frequencies, sincos, positions, layout, reference
+    ("roperef.fast",),                 # the Numba twin
+    ("roperef.hf",),                   # Hugging Face configs -> specs
+    ("conformance",),                  # leaves: vocabulary, selection, usage errors, exit codes, interrupts
+    ("conformance.cases",),            # the case record, the catalogue, named positions, user cases
+    ("conformance.golden",),           # the hash-locked set, audit, atomic writes, which cases a run judges
+    ("conformance.error_model",),      # tolerance profiles, conditioning, expected values
+    ("conformance.bugs",),             # the bug catalogue
+    ("conformance.backends",),         # the protocol and the adapters
+    ("conformance.calls",),            # declarations, guarded stage calls, worker processes
+    ("conformance.generated",),        # cases generated for a backend's interface
+    ("conformance.diagnose",),         # what a FAIL says beyond its numbers
+    ("conformance.judge",),            # runner, xfail, verdicts, coverage
+    ("conformance.explore", "conformance.long_context"),  # run modes beyond the fixed cases
+    ("conformance.report",),           # console, JSON, JUnit, Markdown, plots
+    ("conformance.hf",),               # transformers' own rotary modules, the preset corpus
+    ("conformance.cli", "conformance.assertions", "conformance.pytest_plugin"),  # entry points
+)
+
+
+def _layer(mod: str) -> int:
+    """The index in ``LAYERS`` of the longest prefix naming ``mod``'s package or module."""
+    best, rank = "", -1
+    for k, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            top_level_only = prefix in PACKAGES
+            hit = (mod == prefix or mod.count(".") == 1 and mod.startswith(prefix + ".")) if top_level_only \
+                else (mod == prefix or mod.startswith(prefix + "."))
+            if hit and len(prefix) > len(best):
+                best, rank = prefix, k
+    return rank
+
+
 #: modules that must stay cheap to import, so that they import everything lazily
 CHEAP_TO_IMPORT = {"conformance.pytest_plugin": "loaded by every pytest session (entry point); imports no NumPy"}
 
@@ -124,6 +162,19 @@ def test_roperef_never_imports_conformance_and_only_cli_modules_import_cli_modul
     assert not bad, bad
 
 
+def test_packages_are_layers_and_import_only_downwards():
+    graph = _graph()
+    unplaced = sorted(m for m in graph if _layer(m) < 0)
+    assert not unplaced, f"modules whose package has no place in LAYERS: {unplaced}"
+    packages = {_module_name(p) for p in _files() if p.name == "__init__.py"}
+    for pkg in packages - set(PACKAGES):
+        placed = any(pkg == prefix or pkg.startswith(prefix + ".") for layer in LAYERS for prefix in layer if prefix not in PACKAGES)
+        assert placed, f"package {pkg} has no place in LAYERS"
+    upward = sorted(f"{m} ({LAYERS[_layer(m)][0]}) imports {d} ({LAYERS[_layer(d)][0]})"
+                    for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
+    assert not upward, upward
+
+
 def _private_uses(path: Path, mod: str | None = None) -> list[str]:
     """``from m import _x`` and ``m._x`` in ``path`` (module ``mod``, by default its name in the repository)
     where ``m`` is another roperef or conformance module."""
@@ -211,10 +262,13 @@ def test_function_local_imports_are_lazy_imports_of_heavy_libraries_or_adapters_
 def test_the_checks_see_what_they_look_for(tmp_path):
     """Each check finds what it looks for (a check that finds nothing proves nothing)."""
     graph = _graph()
-    assert "conformance.cases_catalog" in graph["conformance.cases"]  # a top-level import
-    assert "conformance.long_context_kernel" in graph["conformance.long_context"]  # a function-local one
-    assert "conformance.case_source" in graph["conformance.cli_check"]  # a relative import
+    assert "conformance.cases.catalog" in graph["conformance.cases.materialize"]  # a top-level import
+    assert "conformance.long_context.kernel" in graph["conformance.long_context.stream"]  # a function-local one
+    assert "conformance.golden.case_source" in graph["conformance.cli.check"]  # a relative import
+    assert _layer("conformance.vocabulary") < _layer("conformance.cases.case") < _layer("conformance.judge.runner")
+    assert _layer("conformance.cli.check") == _layer("conformance.assertions") > _layer("conformance.report.formats")
+    assert _layer("roperef.fast") == _layer("roperef.fast.kernels") > _layer("roperef.reference")
     probe = tmp_path / "probe.py"
-    probe.write_text("from conformance.runner import _Hidden\nimport conformance.report as rep\nrep._hidden_line(1)\n"
+    probe.write_text("from conformance.judge.runner import _Hidden\nimport conformance.report.formats as rep\nrep._hidden_line(1)\n"
                      "from conformance import golden\ngolden._gone()\n")
     assert len(_private_uses(probe, "tests.probe")) == 3

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.cli import main
-from conformance.golden import GoldenError, load_golden, verify_golden
-from conformance.npy_limits import ArrayFileError, check_npy_file
+from conformance.cli.main import main
+from conformance.golden.npy_limits import ArrayFileError, check_npy_file
+from conformance.golden.store import GoldenError, load_golden, verify_golden
 from judge_cases import materialize_subset, write_golden_dir
 from roperef.json_input import JSONInputError, JSONLimits, load_json_file, loads_limited
 

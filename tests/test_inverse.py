@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.backends.base import Capabilities
-from conformance.diagnose import diagnose
-from conformance.inverse import inverse_diagnosis
-from conformance.tolerance import get_profile, resolve
+from conformance.diagnose.inverse import inverse_diagnosis
+from conformance.diagnose.likely_bug import diagnose
+from conformance.error_model.tolerance import get_profile, resolve
 from conformance.vocabulary import STAGES
 from judge_cases import forward_case
 from roperef import reference

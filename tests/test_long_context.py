@@ -17,11 +17,11 @@ import pytest
 from cli_runs import run_check
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numba_backend import NumbaBackend
-from conformance.case import GoldenCase
-from conformance.long_context import LongContextPlan, chunk_inputs, default_spec, judge_row, run_long_context
-from conformance.long_context_kernel import judge_chunk
-from conformance.runner import judge_case
-from conformance.tolerance import bounds, get_profile, pair_coefficients, resolve
+from conformance.cases.case import GoldenCase
+from conformance.error_model.tolerance import bounds, get_profile, pair_coefficients, resolve
+from conformance.judge.runner import judge_case
+from conformance.long_context.kernel import judge_chunk
+from conformance.long_context.stream import LongContextPlan, chunk_inputs, default_spec, judge_row, run_long_context
 from roperef import fast
 from roperef.layout import pair_map
 from roperef.spec import RopeSpec, Scaling

@@ -22,10 +22,10 @@ from conformance.backends.emulated import Float32Emulation
 from conformance.backends.resolve import resolve_backend
 from conformance.bugs.catalogue import BY_ID, CATALOGUE
 from conformance.bugs.facts import case_facts
-from conformance.cli import main
-from conformance.declared import Interface
-from conformance.generated import materialize_all, plan_cases
-from conformance.runner import RunOptions, run_cases
+from conformance.calls.declared import Interface
+from conformance.cli.main import main
+from conformance.generated.plan import materialize_all, plan_cases
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import smoke_cases
 
 PER_TIER = 6

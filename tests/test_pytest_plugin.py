@@ -69,7 +69,7 @@ def test_report_header_names_backend_versions_profile_and_golden_hash(pytester, 
     monkeypatch.setenv("ROPEREF_TEST_MARKER", "on")
     pytester.makepyfile("def test_plain():\n    pass\n")
     res = pytester.runpytest(*_plugin(), "--rope-backend", "emulated-fp32", "--rope-golden", golden, "-p", "no:cacheprovider")
-    from conformance.golden import load_golden
+    from conformance.golden.store import load_golden
 
     set_hash = load_golden(golden).set_hash
     res.stdout.fnmatch_lines([

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance import report as rep
-from conformance.runner import RunOptions, run_cases
-from conformance.xfail import parse_xfail
+from conformance.judge.runner import RunOptions, run_cases
+from conformance.judge.xfail import parse_xfail
+from conformance.report import formats as rep
 from judge_cases import forward_case
 from roperef.spec import RopeSpec
 from wrong_backends import Buggy

@@ -6,8 +6,8 @@ import pytest
 
 import runner_backends as rb
 from conformance.backends.numpy_backend import NumpyBackend
-from conformance.runner import RunOptions, run_cases
-from conformance.xfail import load_xfail, parse_xfail
+from conformance.judge.runner import RunOptions, run_cases
+from conformance.judge.xfail import load_xfail, parse_xfail
 from judge_cases import forward_case
 from roperef.spec import RopeSpec
 
@@ -88,7 +88,7 @@ def test_jobs_give_the_same_results():
 
 
 def test_an_exception_inside_the_judge_is_blamed_on_roperef_not_on_the_backend(monkeypatch):
-    import conformance.runner as runner
+    import conformance.judge.runner as runner
 
     def broken_judge(*args, **kwargs):
         raise ZeroDivisionError("planted")

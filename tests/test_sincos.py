@@ -2,7 +2,7 @@
 
 Accuracy against 50-digit mpmath over the whole domain (positions in [-2^31, 2^31),
 frequencies up to pi, angles next to multiples of pi/2), the constants re-derived here,
-and the Numba twin (roperef.fast_sincos) equal to the NumPy version bit for bit.
+and the Numba twin (roperef.fast.sincos) equal to the NumPy version bit for bit.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_angles_next_to_multiples_of_half_pi():
 def test_numba_twin_is_bit_identical(shape):
     from numba import njit
 
-    from roperef.fast_sincos import sincos as sincos_nb
+    from roperef.fast.sincos import sincos as sincos_nb
 
     @njit
     def run(hi, lo, cos, sin):

@@ -9,8 +9,8 @@ import pytest
 
 from conformance.backends.base import Capabilities
 from conformance.backends.emulated import Float32Emulation
-from conformance.runner import RunOptions, run_cases
-from conformance.tolerance import PROFILES, UNIT_ROUNDOFF, bounds, get_profile, resolve, unit_roundoff
+from conformance.error_model.tolerance import PROFILES, UNIT_ROUNDOFF, bounds, get_profile, resolve, unit_roundoff
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import DTYPES, forward_case, long_position_cases
 from roperef.spec import RopeSpec
 from wrong_backends import Buggy

@@ -1,4 +1,4 @@
-"""The blend-conditioning term of the error model (conformance/conditioning.py).
+"""The blend-conditioning term of the error model (conformance/error_model/conditioning.py).
 
 A correct float32 YaRN computes its correction range and ramp in float32 (as transformers and
 keras-hub do); near the top of the ramp the rounding of the blend weight is amplified by up to
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conformance.backends.emulated import F32, Float32Emulation
-from conformance.conditioning import blend_conditioning
-from conformance.runner import RunOptions, run_cases
+from conformance.error_model.conditioning import blend_conditioning
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import forward_case
 from roperef.frequencies import inv_freq, yarn_correction_range
 from roperef.layout import pair_axes

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import conformance.atomic_files as atomic
-import conformance.golden as golden_mod
-from conformance.cli import main
-from conformance.golden import load_golden, verify_golden, write_golden, write_golden_set
+import conformance.golden.atomic_files as atomic
+import conformance.golden.store as golden_mod
+from conformance.cli.main import main
+from conformance.golden.store import load_golden, verify_golden, write_golden, write_golden_set
 from judge_cases import materialize_subset
 
 ROOT = Path(__file__).resolve().parents[1]

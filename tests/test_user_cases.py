@@ -16,7 +16,7 @@ import pytest
 
 from cli_runs import run_check
 from conformance.assertions import assert_rope_conforms
-from conformance.user_cases import UserCaseError, load_user_cases
+from conformance.cases.user import UserCaseError, load_user_cases
 from roperef import reference
 from roperef.spec import RopeSpec
 from wrong_backends import Buggy

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bug_engines import BugEngine
-from conformance.check_sources import attach_sections
-from conformance.generated import materialize_all, plan_cases
-from conformance.runner import RunOptions, run_cases
+from conformance.generated.plan import materialize_all, plan_cases
+from conformance.judge.check_sources import attach_sections
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import smoke_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_nothing_failing_means_no_verdict():
 
 def test_plot_writes_the_run_level_profile(tmp_path):
     pytest.importorskip("matplotlib")
-    from conformance.report_sections import write_verdict_png
+    from conformance.report.sections import write_verdict_png
 
     rep = _run("theta-default")
     path = write_verdict_png(rep, tmp_path)
@@ -66,7 +66,7 @@ def test_plot_writes_the_run_level_profile(tmp_path):
 
 def test_backends_doc_shows_coverage_per_backend(tmp_path):
     rep = _run("yarn-ramp-inverted")
-    from conformance.report import write_json
+    from conformance.report.formats import write_json
 
     (tmp_path / "reports").mkdir()
     write_json(rep, tmp_path / "reports" / "engine.json")

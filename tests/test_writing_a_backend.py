@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conformance.backends.resolve import resolve_backend
-from conformance.cli import main
-from conformance.runner import RunOptions, run_cases
+from conformance.cli.main import main
+from conformance.judge.runner import RunOptions, run_cases
 from judge_cases import subset
 
 ROOT = Path(__file__).resolve().parents[1]

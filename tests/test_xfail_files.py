@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.backends.names import BUILTIN_BACKENDS
-from conformance.xfail import XFAIL_DIR, load_xfail, xfail_path
+from conformance.judge.xfail import XFAIL_DIR, load_xfail, xfail_path
 
 
 def test_every_xfail_file_is_named_after_a_registered_backend():

@@ -2,7 +2,7 @@
 
 Each is a float32 engine (:class:`conformance.backends.emulated.Float32Emulation`) with one
 bug built in by overriding a step; the bug is written here independently of the decoys in
-:mod:`conformance.diagnose` (which the meta-tests check name it).
+:mod:`conformance.diagnose.likely_bug` (which the meta-tests check name it).
 """
 
 from __future__ import annotations

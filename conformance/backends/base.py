@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
-from ..case import GoldenCase, outside_interface
+from ..cases.case import GoldenCase, outside_interface
 from ..vocabulary import DTYPES, FEATURES, STAGES
 
 __all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages", "assumed_capabilities", "declaration_notes"]

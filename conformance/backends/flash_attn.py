@@ -27,7 +27,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .gpu_util import CUDA_KERNEL_FEATURES, gpu_reason, sequence_offsets
 from .torch_util import to_numpy, to_torch, torch_dtype

@@ -44,7 +44,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .liger import ensure_triton_backend

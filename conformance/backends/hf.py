@@ -45,7 +45,7 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import GoldenCase, case_features
+from ..cases.case import GoldenCase, case_features
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .hf_families import FAMILIES, Family

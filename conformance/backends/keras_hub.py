@@ -41,7 +41,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .jax_util import JitCache, call_bshd, missing_modules, positions_fit_int32, vjp_x
 

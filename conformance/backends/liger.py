@@ -31,7 +31,7 @@ import numpy as np
 
 from roperef.spec import SCALING_TYPES, RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .hf import HFBackend, route

@@ -31,7 +31,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, cache_rows_reason, missing, positions_to_torch, to_numpy, to_torch

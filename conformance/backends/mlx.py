@@ -39,7 +39,7 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .jax_util import missing_modules, positions_fit_int32
 

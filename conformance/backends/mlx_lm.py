@@ -33,7 +33,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .base import BaseBackend, Capabilities
 from .jax_util import missing_modules
 from .mlx import case_offsets, mlx_offsets, mlx_run

@@ -36,7 +36,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .onnx_rotary import ONNX_DTYPES, apply_tables, contrib_model, forward_caches, from_operator_layout, standard_model, to_operator_layout

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import STAGES
 from .base import BaseBackend, Capabilities, assumed_capabilities, backend_stages
 from .load_file import LoadError, file_candidates, load_target

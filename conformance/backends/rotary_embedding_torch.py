@@ -38,7 +38,7 @@ import numpy as np
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .torch_util import TorchFunctionStages, missing, to_numpy, to_torch

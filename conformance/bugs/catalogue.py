@@ -2,10 +2,10 @@
 
 Every class cites the docs/spec.md section it protects, says where it can occur, carries its
 decoy family (:mod:`conformance.bugs.decoy`) and a rule for which cases expose it. The
-diagnosis (:mod:`conformance.diagnose`) tries every class that can occur in a failing case;
-the case generator (:mod:`conformance.generated`) builds cases from the probes so that every
+diagnosis (:mod:`conformance.diagnose.likely_bug`) tries every class that can occur in a failing case;
+the case generator (:mod:`conformance.generated.plan`) builds cases from the probes so that every
 class a backend's interface can express is judged; the coverage section of each report
-(:mod:`conformance.coverage`) says which classes were judged. ``docs/conformance.md`` lists
+(:mod:`conformance.judge.coverage`) says which classes were judged. ``docs/conformance.md`` lists
 them (kept in sync by ``tests/test_bug_catalogue.py``).
 """
 

@@ -11,7 +11,7 @@ import numpy as np
 from roperef.frequencies import estimate_inv_freq, inv_freq, yarn_correction_range
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .decoy import Decoy, protocol_seq_len
 from .facts import CaseFacts
 from .freqs import llama3_bands_swapped, llama3_smooth_in_wavelength, plain_spec, proportional_denominator, scaling_twice, with_scaling, yarn_ramp

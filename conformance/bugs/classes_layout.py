@@ -11,7 +11,7 @@ import numpy as np
 from roperef.layout import pair_map
 from roperef.spec import PAIRINGS, RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .decoy import Decoy
 from .facts import CaseFacts
 from .model import BugClass, Family, Hints, Probe

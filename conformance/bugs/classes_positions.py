@@ -8,7 +8,7 @@ import numpy as np
 
 from roperef.positions import varlen
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .decoy import Decoy
 from .facts import CaseFacts
 from .model import BugClass, Family, Hints, Probe

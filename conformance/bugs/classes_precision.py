@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .decoy import Decoy
 from .facts import CaseFacts
 from .model import BugClass, Family, Probe

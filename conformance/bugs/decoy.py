@@ -9,7 +9,7 @@ Each step may be replaced (another spec, another frequency function, another len
 position rows, another pair map, another attention factor) or followed by a rounding to a
 low-precision dtype (positions, frequencies, angles, tables). :func:`run_decoy` computes the
 buggy outputs *and their bound*: the case's own error model (docs/spec.md section 6, the
-constants of :mod:`conformance.tolerance`) evaluated on the buggy computation at the
+constants of :mod:`conformance.error_model.tolerance`) evaluated on the buggy computation at the
 precision the backend declared, plus the rounding slack of every rounding inside the bug
 (:mod:`conformance.bugs.rounding`): a float32 engine whose tables are rounded to bfloat16
 lands on a neighbouring bfloat16 value wherever its float32 table is within its own error of
@@ -37,9 +37,9 @@ from roperef.layout import PairMap, pair_axes, pair_map
 from roperef.reference import two_product
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
-from ..conditioning import blend_conditioning
-from ..tolerance import Resolved, position_rows
+from ..cases.case import GoldenCase
+from ..error_model.conditioning import blend_conditioning
+from ..error_model.tolerance import Resolved, position_rows
 from .rounding import round_to, rounding_slack
 
 __all__ = ["Decoy", "DecoyRun", "run_decoy", "budget", "protocol_seq_len", "decoy_inv_freq"]

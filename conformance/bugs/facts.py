@@ -15,8 +15,8 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
-from ..tolerance import UNIT_ROUNDOFF, position_rows
+from ..cases.case import GoldenCase
+from ..error_model.tolerance import UNIT_ROUNDOFF, position_rows
 from .rounding import round_to
 
 __all__ = ["CaseFacts", "case_facts", "Precision"]

@@ -5,7 +5,7 @@ The match test is the decoy's own bound (:func:`conformance.bugs.decoy.run_decoy
 ``budget = max |actual - decoy| / decoy_bound``. That budget is a poor guide far from the
 true parameter (angles wrap modulo 2*pi), so a parametric *frequency* bug (theta, a scaling
 factor, the dynamic-NTK length) is first located in frequency space: the inverse diagnosis
-(:mod:`conformance.inverse`) measures an effective frequency per pair with its uncertainty,
+(:mod:`conformance.diagnose.inverse`) measures an effective frequency per pair with its uncertainty,
 and the search minimises ``sum_j ((w_decoy_j - w_eff_j) / sigma_j)^2`` over the candidates
 and then by a shrinking log-scale pattern search. Position-like parameters (a shift k) are
 seeded by the effective positions and refined on the budget itself.
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..case import GoldenCase
-from ..tolerance import Resolved
+from ..cases.case import GoldenCase
+from ..error_model.tolerance import Resolved
 from .decoy import Decoy, DecoyRun, budget, decoy_inv_freq, protocol_seq_len, run_decoy
 from .model import BugClass, Hints
 from .rounding import round_to

@@ -4,7 +4,7 @@ A :class:`BugClass` is data: a stable id, the docs/spec.md section it protects, 
 stages and spec kinds where it can occur, its decoy family (the reference with that one bug,
 with a free parameter when the bug has one), a rule saying which cases expose it, and
 *probes* (named spec variant + named position regime) from which the case generator
-(:mod:`conformance.generated`) builds cases that expose it.
+(:mod:`conformance.generated.plan`) builds cases that expose it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from roperef.spec import RopeSpec
 
-from ..case import GoldenCase
+from ..cases.case import GoldenCase
 from .decoy import Decoy
 from .facts import CaseFacts
 

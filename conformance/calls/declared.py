@@ -1,0 +1,72 @@
+"""What a backend declares it can run: its capabilities, with the stages it really implements.
+
+A leaf module. The runner uses :func:`declaration_gap` to tell an inconsistent declaration
+(the backend declines, or lacks the stage for, a case its capabilities declare) from an honest
+NOT_SUPPORTED; the case generator and the coverage section use :class:`Interface`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import backend_stages
+from ..bugs.facts import Precision
+from ..cases.case import GoldenCase, outside_interface
+
+__all__ = ["Interface", "declaration_gap", "undeclared", "INCONSISTENT"]
+
+#: the prefix of a NOT_SUPPORTED message for a case the backend's capabilities declare
+INCONSISTENT = "inconsistent declaration: declined a case its capabilities declare"
+
+
+
+def undeclared(iface: Any, case: GoldenCase) -> str | None:
+    """What of ``case`` falls outside an interface's declared ``stages``, ``pairings``, ``dtypes``,
+    ``scaling_types`` and ``features`` (any object with those collections), or None when inside."""
+    out = outside_interface(iface, case)
+    if out is None:
+        return None
+    kind, what = out
+    return f"feature(s) {what}" if kind == "features" else f"{kind} {what}"
+
+@dataclass(frozen=True)
+class Interface:
+    """What a backend declares (its capabilities, with the stages it really implements)."""
+
+    stages: frozenset[str]
+    pairings: frozenset[str]
+    dtypes: frozenset[str]
+    scaling_types: frozenset[str]
+    features: frozenset[str]
+    angle_dtype: str
+    table_dtype: str
+    declared_stages: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, backend: Any) -> Interface:
+        caps = backend.capabilities
+        declared = frozenset(getattr(caps, "stages", ()))
+        return cls(declared & backend_stages(backend), frozenset(caps.pairings), frozenset(caps.dtypes),
+                   frozenset(caps.scaling_types), frozenset(caps.features), str(caps.angle_dtype), str(caps.table_dtype),
+                   declared)
+
+    def declares(self, case: GoldenCase) -> str | None:
+        """None if the declared capabilities cover ``case``, else what is missing."""
+        return undeclared(self, case)
+
+    def precision(self, dtype: str) -> Precision:
+        return Precision.of(self.angle_dtype, self.table_dtype, dtype)
+
+
+def declaration_gap(backend: Any, case: GoldenCase) -> str | None:
+    """Why the backend's declaration does not cover ``case`` (None: it does). A stage declared in
+    the capabilities but not implemented counts as declared (that is the inconsistency)."""
+    try:
+        iface = Interface.of(backend)
+    except (AttributeError, TypeError):
+        return "no capabilities"
+    if case.stage in iface.declared_stages and case.stage not in iface.stages:
+        iface = Interface(iface.stages | {case.stage}, iface.pairings, iface.dtypes, iface.scaling_types,
+                          iface.features, iface.angle_dtype, iface.table_dtype, iface.declared_stages)
+    return iface.declares(case)

@@ -1,0 +1,301 @@
+"""``roperef check``: judge a backend (or a foreign program's output files) against the golden vectors.
+
+Exit codes (:class:`conformance.exit_codes.ExitCode`): 0 cases were judged and every one passed
+(XFAIL and XPASS do not fail a run), 1 any FAIL or ERROR, 2 a usage or input error (one line
+on stderr, no traceback), 3 nothing was judged (every selected case NOT_SUPPORTED),
+130 interrupted by Ctrl-C (the partial report is still printed and written, marked interrupted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..backends.resolve import ENV_VAR, BackendError
+from ..calls.stage_call import DEFAULT_TIMEOUT_S
+from ..cases.case import GoldenCase
+from ..error_model.tolerance import default_profile_name, get_profile
+from ..exit_codes import ExitCode
+from ..golden.atomic_files import NotARegularFile, require_writable_target
+from ..golden.case_source import CaseSource, load_cases, user_case_source
+from ..interrupt import StopFlag, sigint_sets
+from ..judge import runner  # runner.run_cases called through the module: tests wrap it to see the options
+from ..judge.check_sources import attach_sections, with_generated
+from ..judge.run_verdict import exit_code_for, nothing_judged_line
+from ..judge.runner import RunOptions, effective_jobs
+from ..judge.xfail import load_xfail
+from ..report import formats as rep
+from ..report.sections import coverage_line, write_verdict_png
+from ..usage_error import UsageError
+from ..vocabulary import DTYPES, TIERS
+from .backend_load import load_in_process, load_isolated_backend
+from .check_modes import add_mode_arguments, parse_mode
+from .exchange import ExchangeError, OutputsBackend
+
+__all__ = ["add_parser", "run", "add_check_arguments", "Progress"]
+
+
+def add_check_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", "-b", default=None, help="short name (numpy, numba, ...), module:attr, or env ROPEREF_BACKEND; default numba")
+    p.add_argument("--filter", "-k", action="append", default=[], metavar="PAT", help="case id substring or glob; repeat or comma-separate for OR")
+    p.add_argument("--dtype", action="append", choices=DTYPES, default=[], help="only cases of this dtype (repeatable)")
+    p.add_argument("--tier", choices=TIERS, default="smoke", help="smoke (checked-in golden/) or full (generated in memory)")
+    p.add_argument("--profile", default=None,
+                   help="tolerance profile: strict, fp32-angles, backend, or a .toml file (default: by the backend's angle dtype)")
+    p.add_argument("--tol", action="append", default=[], metavar="KEY=VALUE", help="override a profile constant, e.g. c_ang=16")
+    p.add_argument("--golden", default=None, metavar="DIR", help="golden directory (default: env ROPEREF_GOLDEN or the repository's golden/)")
+    p.add_argument("--outputs", default=None, metavar="DIR", help="judge output files written by a foreign program into an exported DIR")
+    p.add_argument("--cases", default=None, metavar="DIR",
+                   help="judge your own cases instead of the golden set: folders with case.json + .npy/.npz arrays (docs/user-cases.md)")
+    p.add_argument("--xfail", default=None, metavar="FILE", help="expected failures: 'PATTERN  reason' per line")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time (capped by the number of CPU cores)")
+    p.add_argument("--isolate", action="store_true", help="run the backend in worker processes (segfaults, exits and hangs become ERROR)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"seconds per backend call, ERROR when exceeded (default {DEFAULT_TIMEOUT_S:g}); "
+                        "given explicitly, it also runs the backend in worker processes, as --isolate, so that a hung call is killed")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the JSON report (docs/report-schema.md)")
+    p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="write a Markdown report")
+    p.add_argument("--plot", default=None, metavar="DIR", help="PNG of error/bound vs position for failing and near-failing cases (needs matplotlib)")
+    p.add_argument("--no-diagnose", action="store_true", help="skip the decoy diagnosis of failures")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--goldens-only", action="store_true", help="judge the golden cases only (no cases generated for the backend's interface)")
+    which.add_argument("--generated-only", action="store_true", help="judge only the cases generated for the backend's interface")
+    p.add_argument("--quiet", "-q", action="store_true", help="only the summary line and problems")
+    add_mode_arguments(p)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("check", help="judge a backend against the golden vectors", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_check_arguments(p)
+    return p
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.done, self.failed = total, 0, 0
+        self.stream = stream or sys.stderr
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+
+    def __call__(self, result: Any) -> None:
+        self.done += 1
+        self.failed += result.status in ("FAIL", "ERROR")
+        if not self.enabled:
+            return
+        width = 30
+        fill = int(width * self.done / max(self.total, 1))
+        self.stream.write(
+            f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {self.failed} failing "
+            f"{time.perf_counter() - self.t0:5.1f}s"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.flush()
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str]:
+    base = ["roperef", "check"]
+    if args.outputs:
+        base += ["--outputs", args.outputs]
+    else:
+        base += ["--backend", backend]
+    if args.cases:
+        base += ["--cases", args.cases]
+    for flag in ("golden", "profile"):
+        value = getattr(args, flag)
+        if value:
+            base += [f"--{flag}", str(value)]
+    for t in args.tol:
+        base += ["--tol", t]
+    if args.tier != "smoke":
+        base += ["--tier", args.tier]
+    if args.isolate:
+        base.append("--isolate")
+    if args.timeout is not None:
+        base += ["--timeout", f"{args.timeout:g}"]
+    return lambda case: shlex.join([*base, "--filter", case.id])
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.jobs < 1:
+        raise UsageError(f"--jobs={args.jobs}: must be >= 1")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout={args.timeout}: must be a finite number of seconds > 0")
+    if args.outputs and args.backend:
+        raise UsageError("--outputs judges files; it cannot be combined with --backend")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  # imported only to fail early, before any case runs, if it is missing
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'roperef[plot]' (or pip install matplotlib)") from None
+    if args.cases and (args.outputs or args.golden or args.tier != "smoke"):
+        other = "--outputs" if args.outputs else "--golden" if args.golden else f"--tier {args.tier}"
+        raise UsageError(f"--cases judges your own cases; it cannot be combined with {other}")
+    if args.outputs and args.isolate:
+        raise UsageError("--isolate runs a Python backend; it cannot be combined with --outputs")
+    for flag in ("json", "junit", "markdown"):
+        value = getattr(args, flag)
+        if not value:
+            continue
+        try:
+            target = require_writable_target(value)
+        except NotARegularFile as exc:
+            raise UsageError(f"--{flag} {exc.strerror}") from None
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"--{flag} {value}: the directory {parent} does not exist")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"roperef check: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: bool) -> tuple[Any, str | None, str]:
+    """(backend, selector for workers, label for reports and repro commands)."""
+    if args.outputs:
+        try:
+            return OutputsBackend.open(args.outputs), None, f"outputs:{args.outputs}"
+        except ExchangeError as exc:
+            raise UsageError(str(exc)) from None
+
+    selector = args.backend or os.environ.get(ENV_VAR) or "numba"
+    try:
+        if isolate:
+            return load_isolated_backend(selector, timeout, stop), selector, selector
+        return load_in_process(selector, stop), selector, selector
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    try:
+        mode = parse_mode(args)  # --explore / --long-context (validated before any backend is loaded)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        xfail = load_xfail(args.xfail) if args.xfail else None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
+    isolate = bool(args.isolate or (args.timeout is not None and not args.outputs))
+    stop = StopFlag()
+    backend, selector, label = _load_backend(args, stop, timeout, isolate)
+    try:
+        profile = get_profile(args.profile, args.tol, default=default_profile_name(backend.capabilities))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+    if mode is not None:
+        options = RunOptions(profile=profile, timeout=args.timeout, isolate=args.isolate, xfail=xfail,
+                             diagnose=not args.no_diagnose)
+        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress)
+        _write_reports(args, report, info)
+        return int(code)
+    filters = list(args.filter)
+    if args.outputs:
+        source = backend.case_source(args.golden, args.tier, filters, args.dtype)
+    elif args.cases:
+        source = user_case_source(args.cases, filters, args.dtype)
+    else:
+        source = _goldens_and_generated(args, backend, filters)
+    plan = source.info.pop("_plan", None)
+    jobs = effective_jobs(args.jobs)
+    if jobs < args.jobs:
+        print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
+    options = RunOptions(
+        profile=profile, timeout=timeout, isolate=isolate, jobs=jobs, xfail=xfail,
+        diagnose=not args.no_diagnose, repro=_repro(args, label), stop=stop,
+    )
+    bar = Progress(len(source.cases))
+    try:
+        with sigint_sets(stop):
+            report = runner.run_cases(backend, source.cases, options, progress=bar, selector=selector)
+    finally:
+        bar.close()
+    attach_sections(report, source.cases, backend, plan)
+    golden_info = source.info
+    if args.quiet:
+        problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
+        for r in problems:
+            print(rep.failure_line(r))
+        if report.coverage:
+            print(coverage_line(report.coverage))
+        if report.verdict:
+            print(f"run-level diagnosis: {report.verdict['summary']}")
+        print(rep.summary_line(report))
+    else:
+        rep.console(report, sys.stdout, golden=golden_info)
+    _write_reports(args, report, golden_info)
+    code = exit_code_for(report)
+    if code == ExitCode.INTERRUPTED:
+        print(f"roperef check: interrupted after {len(report.results)} of {len(report.results) + report.not_run} "
+              "cases (partial report)", file=sys.stderr)
+    elif code == ExitCode.NOTHING_JUDGED:
+        print(f"roperef check: {nothing_judged_line(report)}", file=sys.stderr)
+    return code
+
+
+def _goldens_and_generated(args: argparse.Namespace, backend: Any, filters: list[str]) -> CaseSource:
+    """The goldens selected plus the cases generated for the backend's interface (``--goldens-only`` /
+    ``--generated-only`` keep one source); ``info["_plan"]`` carries the generation plan for the coverage."""
+    try:
+        if args.generated_only:
+            source = CaseSource([], {"tier": args.tier, "directory": None, "selected": 0})
+        else:
+            source = load_cases(args.golden, args.tier, filters, args.dtype, allow_empty=not args.goldens_only)
+        if args.goldens_only:
+            return source
+        cases, n_gen, plan = with_generated(source.cases, backend, filters, args.dtype)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if not cases:
+        raise UsageError(f"no case matches the selection (goldens and cases generated for {getattr(backend, 'name', 'the backend')})")
+    return CaseSource(cases, dict(source.info, generated=n_gen, selected=len(cases), _plan=plan))
+
+
+def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
+    """--json, --junit, --markdown, --plot (an unwritable path is a usage error)."""
+    command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
+    try:
+        if args.json:
+            rep.write_json(report, args.json, golden=golden_info, command=command)
+        if args.junit:
+            rep.write_junit(report, args.junit)
+        if args.markdown:
+            rep.write_markdown(report, args.markdown, golden=golden_info)
+        if args.plot:
+            paths = rep.write_plots(report, args.plot)
+            verdict_png = write_verdict_png(report, args.plot)
+            if verdict_png:
+                paths.append(verdict_png)
+            print(f"wrote {len(paths)} plot(s) to {args.plot}")
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write report: {exc}") from None

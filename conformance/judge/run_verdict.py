@@ -1,0 +1,34 @@
+"""The exit code of a judged run (``roperef check``), and the one line that explains a run that judged nothing.
+
+Order of precedence: an interrupted run is ``INTERRUPTED`` (130) whatever it found so far; any
+FAIL or ERROR is ``FAILED`` (1); a run in which every case was NOT_SUPPORTED is
+``NOTHING_JUDGED`` (3), never 0; otherwise ``OK`` (0).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..exit_codes import ExitCode
+
+__all__ = ["exit_code_for", "nothing_judged_line"]
+
+
+def exit_code_for(report: Any) -> ExitCode:
+    """The :class:`ExitCode` of a :class:`~conformance.judge.runner.RunReport` (see the module docstring)."""
+    if report.interrupted:
+        return ExitCode.INTERRUPTED
+    if not report.ok:
+        return ExitCode.FAILED
+    if report.judged == 0:
+        return ExitCode.NOTHING_JUDGED
+    return ExitCode.OK
+
+
+def nothing_judged_line(report: Any, top: int = 3) -> str:
+    """``nothing judged: 190 cases, all NOT_SUPPORTED (top reasons: 120 x "..."; ...)``."""
+    reasons = Counter(r.message for r in report.results if r.status == "NOT_SUPPORTED")
+    listed = "; ".join(f'{n} x "{why}"' for why, n in reasons.most_common(top))
+    more = f"; {len(reasons) - top} other reason(s)" if len(reasons) > top else ""
+    return f"nothing judged: {len(report.results)} cases, all NOT_SUPPORTED (top reasons: {listed}{more})"

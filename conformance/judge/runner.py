@@ -1,0 +1,515 @@
+"""Run golden cases on a backend, stage by stage, and judge each result.
+
+For every case: ``supports(case)`` (a reason -> NOT_SUPPORTED), the stage call on copies
+of the inputs in the case dtype (an exception, a timeout or a crash -> ERROR), checks of
+what came back (not arrays, wrong shape, non-float dtype or less precise than the
+case dtype, NaN/Inf where the golden value is finite, an input modified in place -> FAIL),
+then the tolerance model (:mod:`conformance.error_model.tolerance`) and, on a FAIL, the diagnosis
+(:mod:`conformance.diagnose.likely_bug`). Expected failures (:mod:`conformance.judge.xfail`) turn FAIL/ERROR
+into XFAIL and PASS into XPASS. The run always goes on.
+
+Backend code never runs in the runner's own thread: in process, every call goes through a
+:class:`~conformance.calls.stage_call.CallThread` (whatever it raises, ``SystemExit`` and
+``KeyboardInterrupt`` included, is that case's ERROR; past the time limit, default
+:data:`~conformance.calls.stage_call.DEFAULT_TIMEOUT_S`, it is abandoned and the case is ERROR);
+``isolate=True`` runs it in worker processes (spawned; killed and restarted after a crash or a
+time-out), so a segfault or a hang becomes an ERROR of that case only. After
+``max_consecutive_timeouts`` time-outs in a row the backend is taken to be hung and the
+remaining cases are ERROR without being called. ``jobs`` is capped by the number of CPU cores
+(:func:`effective_jobs`). When ``options.stop`` is set (Ctrl-C) the run stops within
+:data:`~conformance.interrupt.POLL_S` seconds plus the time to kill its workers and returns the
+partial report, ``interrupted=True``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import backend_stages, declaration_notes
+from ..calls.declared import INCONSISTENT, declaration_gap
+from ..calls.isolate import Worker
+from ..calls.stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
+from ..cases.case import GoldenCase
+from ..diagnose.failure import explain_failure
+from ..error_model.expected import expected_and_bounds
+from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
+from ..interrupt import POLL_S, StopFlag
+from ..vocabulary import STAGE_OUTPUTS, STAGES
+from .xfail import XfailList
+
+__all__ = [
+    "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
+    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
+]
+
+STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
+FAILING = frozenset({"FAIL", "ERROR"})
+
+_PRECISION = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
+
+
+@dataclass
+class CaseResult:
+    """The verdict on one case."""
+
+    id: str
+    family: str
+    stage: str
+    dtype: str
+    status: str
+    message: str = ""
+    metrics: Metrics | None = None
+    tolerance: Resolved | None = None
+    diagnosis: dict[str, Any] | None = None
+    xfail_reason: str | None = None
+    seconds: float = 0.0
+    repro: str = ""
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "family": self.family,
+            "stage": self.stage,
+            "dtype": self.dtype,
+            "flags": list(self.flags),
+            "status": self.status,
+            "message": self.message,
+            "metrics": self.metrics.to_dict() if self.metrics else None,
+            "tolerance": self.tolerance.to_dict() if self.tolerance else None,
+            "diagnosis": self.diagnosis,
+            "xfail_reason": self.xfail_reason,
+            "seconds": round(self.seconds, 6),
+            "repro": self.repro,
+        }
+
+
+@dataclass
+class RunOptions:
+    """How to run: tolerance profile (None: by the backend's angle dtype), time limit per backend
+    call in seconds (None: no limit), isolation, parallel jobs (capped by the core count), expected
+    failures, whether to diagnose, how to print a repro, the stop flag (Ctrl-C) and how many
+    time-outs in a row mean the backend is hung (0: never give up)."""
+
+    profile: str | Profile | None = None
+    tolerance_overrides: Sequence[str] = ()
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    isolate: bool = False
+    jobs: int = 1
+    xfail: XfailList | None = None
+    diagnose: bool = True
+    repro: Callable[[GoldenCase], str] | None = None
+    stop: StopFlag | None = None
+    max_consecutive_timeouts: int = 3
+
+
+@dataclass
+class RunReport:
+    backend: str
+    capabilities: dict[str, Any]
+    profile: dict[str, Any]
+    results: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0
+    stale_xfails: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the backend's declaration notes (declaration_notes)
+    #: the run was stopped (Ctrl-C) before every case was judged; ``not_run`` cases were not
+    interrupted: bool = False
+    not_run: int = 0
+    #: parallel jobs actually used (``options.jobs`` capped by the core count)
+    jobs: int = 1
+    coverage: dict[str, Any] | None = None  # conformance.judge.coverage (set by the CLI)
+    verdict: dict[str, Any] | None = None  # conformance.judge.verdict, the run-level diagnosis
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for r in self.results:
+            out[r.status] += 1
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.status in FAILING for r in self.results)
+
+    @property
+    def judged(self) -> int:
+        """Cases that got a verdict (everything but NOT_SUPPORTED)."""
+        return sum(r.status != "NOT_SUPPORTED" for r in self.results)
+
+
+def cpu_count() -> int:
+    """CPU cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def effective_jobs(jobs: int | None) -> int:
+    """``jobs`` capped by the number of CPU cores (at least 1): more threads or worker processes
+    than cores only compete for them (and ``--jobs 1000 --isolate`` would start 1000 processes)."""
+    return max(1, min(int(jobs or 1), cpu_count()))
+
+
+def stage_order(cases: Iterable[GoldenCase]) -> list[GoldenCase]:
+    """Cases sorted stage by stage (inv_freq, cos_sin, apply, forward, backward), stable within."""
+    return sorted(cases, key=lambda c: STAGES.index(c.stage))
+
+
+# ----------------------------------------------------------------------------- calling
+
+
+# ----------------------------------------------------------------------------- checking outputs
+
+
+def _as_outputs(case: GoldenCase, raw: Any) -> dict[str, np.ndarray]:
+    """Map the raw return value onto the stage's output names; StageError (ERROR) if it is not the
+    stage's outputs: not a tuple of the right length, None, a string, or not an array of numbers."""
+    names = STAGE_OUTPUTS[case.stage]
+    if len(names) == 1:
+        values = (raw,)
+    else:
+        if not isinstance(raw, (tuple, list)) or len(raw) != len(names):
+            raise StageError(f"{case.stage} must return a tuple ({', '.join(names)}), got {type(raw).__name__}")
+        values = tuple(raw)
+    out = {}
+    for name, value in zip(names, values):
+        if value is None or isinstance(value, (str, bytes)):
+            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array")
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:
+            raise StageError(f"output {name} is not convertible to a NumPy array ({exc})") from None
+        if arr.dtype.kind in "OUSV" and _precision(arr.dtype) is None:
+            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array of "
+                             f"numbers (dtype {arr.dtype})")
+        out[name] = arr
+    return out
+
+
+def _precision(dtype: np.dtype) -> int | None:
+    """Significand bits of a float dtype (bfloat16 8 ... float64 53, float128/longdouble 64 or 113); None otherwise."""
+    if dtype.name in _PRECISION:
+        return _PRECISION[dtype.name]
+    if dtype.kind == "f":
+        return int(np.finfo(dtype).nmant) + 1
+    return None
+
+
+def _float_dtype_name(arr: np.ndarray) -> str | None:
+    return arr.dtype.name if _precision(arr.dtype) is not None else None
+
+
+def check_outputs(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> str | None:
+    """A FAIL message for wrong shape/dtype or NaN where the golden value is finite; None if fine."""
+    for name, exp in case.expected().items():
+        got = outputs[name]
+        dt = _float_dtype_name(got)
+        if dt is None and not (name == "attention_factor" and got.dtype.kind in "iu"):
+            return f"output {name} has dtype {got.dtype}, expected a float dtype (float128/64/32/16, bfloat16)"
+        bits = _precision(got.dtype)
+        if bits is not None and case.stage in ("apply", "forward", "backward") and bits < _PRECISION[case.dtype]:
+            return f"output {name} has dtype {dt}, less precise than the case dtype {case.dtype}"
+        if got.shape != np.shape(exp):
+            return f"output {name} has shape {got.shape}, expected {np.shape(exp)}"
+        g = got.astype(np.float64)
+        bad_ = ~np.isfinite(g) & np.isfinite(np.asarray(exp, dtype=np.float64))
+        if bad_.any():
+            idx = tuple(int(i) for i in np.argwhere(bad_)[0])
+            return f"output {name} has {int(bad_.sum())} non-finite value(s) where the golden value is finite (first at {idx}: {g[idx]})"
+    return None
+
+
+@dataclass
+class Judged:
+    status: str
+    message: str
+    metrics: Metrics | None = None
+    tolerance: Resolved | None = None
+    diagnosis: dict[str, Any] | None = None
+
+
+def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, *,
+               modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
+    """PASS/FAIL for outputs already obtained (also used by the file protocol)."""
+    problem = check_outputs(case, outputs)
+    if problem and "non-finite" not in problem:
+        return Judged("FAIL", problem)
+    floats = [(bits, o.dtype) for o in outputs.values() if (bits := _precision(o.dtype)) is not None]
+    out_dtype = min(floats, key=lambda bd: bd[0])[1] if floats else np.dtype(np.float64)  # the least precise float output
+    if case.stage == "inv_freq":
+        out_dtype = outputs["inv_freq"].dtype if _float_dtype_name(outputs["inv_freq"]) else np.dtype(np.float64)
+    r = resolve(profile, caps, case, out_dtype)
+    exp, bnd = expected_and_bounds(case, caps, r)
+    metrics = compare(case, outputs, exp, bnd)
+    if modified:
+        return Judged("FAIL", f"input(s) {', '.join(modified)} modified in place", metrics, r)
+    if not problem and metrics.budget_used <= 1.0:
+        return Judged("PASS", f"budget {metrics.budget_used:.3g}", metrics, r)
+    w = metrics.worst
+    where = ", ".join(f"{k}={w[k]}" for k in ("batch", "token", "position", "head", "channel", "pair") if k in w)
+    msg = problem or (
+        f"{metrics.n_over}/{metrics.n_elements} elements over the bound; worst |err|={w.get('error', math.nan):.3g} "
+        f"> bound {w.get('bound', math.nan):.3g} (budget {metrics.budget_used:.3g}) at {w.get('output')}[{where}]"
+    )
+    diag = None
+    if diagnose:
+        try:
+            diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype)
+        except Exception as exc:
+            diag = {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
+    return Judged("FAIL", msg, metrics, r, diag)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+class InProcess:
+    """Calls an in-process backend through its own :class:`CallThread` (one per job slot)."""
+
+    def __init__(self, backend: Any, timeout: float | None, stop: StopFlag | None = None) -> None:
+        self.backend, self.timeout, self.stop = backend, timeout, stop
+        self.thread = CallThread()
+
+    def supports(self, case: GoldenCase) -> Any:
+        return self.thread.call(lambda: self.backend.supports(case), "supports()", self.timeout, self.stop)
+
+    def __call__(self, case: GoldenCase) -> tuple[Any, list[str]]:
+        own = getattr(self.backend, "call_case", None)  # file-based backends serve whole cases
+        if callable(own):
+            return self.thread.call(lambda: own(case), case.stage, self.timeout, self.stop)
+        return self.thread.call(lambda: call_stage(self.backend, case), case.stage, self.timeout, self.stop)
+
+    def close(self) -> None:
+        self.thread.close()
+
+
+def open_caller(backend: Any, options: RunOptions,
+                selector: str | None = None) -> tuple[Callable[[GoldenCase], tuple[Any, list[str]]], Callable[[], None]]:
+    """``(call, close)`` for :func:`run_one` outside :func:`run_cases`: the backend in this process
+    (with ``options.timeout``) or, with ``options.isolate``, in one worker process (needs ``selector``)."""
+    if options.isolate:
+        if not selector:
+            raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
+        worker = Worker(selector, options.timeout)
+        return worker, worker.close
+    single = InProcess(backend, options.timeout)
+    return single, single.close
+
+
+def _profile_for(options: RunOptions, caps: Any) -> Profile:
+    if isinstance(options.profile, Profile):
+        return options.profile
+    return get_profile(options.profile, options.tolerance_overrides, default=default_profile_name(caps))
+
+
+def _supports(case: GoldenCase, backend: Any, call: Any) -> Any:
+    """The backend's verdict, asked through the caller (a call thread or a worker process) when it can."""
+    ask = getattr(call, "supports", None)
+    if callable(ask):
+        return ask(case)
+    try:
+        return backend.supports(case)
+    except Exception as exc:
+        raise StageError(f"supports() raised {type(exc).__name__}: {exc}") from None
+
+
+def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[Any, list[str]]], profile: Profile, options: RunOptions) -> CaseResult:
+    """Run and judge one case; never raises, except :class:`~conformance.calls.stage_call.Interrupted`
+    when the user stops the run."""
+    start = time.perf_counter()
+    res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
+    res.repro = options.repro(case) if options.repro else ""
+    try:
+        verdict = _supports(case, backend, call)
+    except StageError as exc:
+        verdict = None
+        res.message = str(exc)
+    if verdict is not None and verdict is not True:
+        res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
+        if declaration_gap(backend, case) is None and not _unavailable(backend):
+            res.message = f"{INCONSISTENT}: {res.message}"
+    elif verdict is True and not callable(getattr(backend, "call_case", None)) and case.stage not in backend_stages(backend):
+        res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
+    elif verdict is True:
+        outputs: dict[str, np.ndarray] | None = None
+        try:
+            raw, modified = call(case)
+            outputs = _as_outputs(case, raw)
+        except StageError as exc:
+            res.status, res.message = "ERROR", str(exc)
+        except Interrupted:
+            raise
+        except Exception as exc:
+            res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
+        if outputs is not None:
+            try:
+                j = judge_case(case, outputs, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
+                res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
+            except Exception as exc:
+                res.status = "ERROR"
+                res.message = f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}"
+    apply_xfail(res, options.xfail)
+    res.seconds = time.perf_counter() - start
+    return res
+
+
+def _unavailable(backend: Any) -> bool:
+    """The implementation cannot run here at all (library missing, no GPU): not a declaration problem."""
+    probe = getattr(backend, "library_reason", None)
+    try:
+        return bool(probe()) if callable(probe) else False
+    except Exception:
+        return False
+
+
+def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:
+    if xfail is None:
+        return
+    reason = xfail.reason_for(res.id)
+    if reason is None:
+        return
+    res.xfail_reason = reason
+    if res.status in FAILING:
+        res.status = "XFAIL"
+    elif res.status == "PASS":
+        res.status = "XPASS"
+
+
+class _HangGuard:
+    """Counts time-outs in a row; past ``limit`` the backend is taken to be hung (``limit`` 0: never)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.in_a_row, self._lock = limit, 0, threading.Lock()
+
+    def note(self, res: CaseResult) -> None:
+        with self._lock:
+            self.in_a_row = self.in_a_row + 1 if res.message.startswith(TIMED_OUT) else 0
+
+    @property
+    def hung(self) -> bool:
+        return self.limit > 0 and self.in_a_row >= self.limit
+
+    def skipped(self, case: GoldenCase, options: RunOptions) -> CaseResult:
+        res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
+        res.repro = options.repro(case) if options.repro else ""
+        res.message = (f"not run: the backend timed out on {self.in_a_row} calls in a row and looks hung "
+                       "(rerun this case alone with its repro command, or raise --timeout)")
+        apply_xfail(res, options.xfail)
+        return res
+
+
+def _make_caller(backend: Any, options: RunOptions, selector: str | None, stop: StopFlag) -> Any:
+    if options.isolate:
+        take = getattr(backend, "take_worker", None)  # an IsolatedBackend lends the worker that loaded it
+        spare = take() if callable(take) else None
+        if spare is not None:
+            spare.timeout, spare.stop = options.timeout, stop
+            return spare
+        return Worker(str(selector), options.timeout, stop)
+    return InProcess(backend, options.timeout, stop)
+
+
+def run_cases(
+    backend: Any,
+    cases: Sequence[GoldenCase],
+    options: RunOptions | None = None,
+    *,
+    progress: Callable[[CaseResult], None] | None = None,
+    selector: str | None = None,
+) -> RunReport:
+    """Run ``cases`` (stage by stage) on ``backend``. ``selector`` (a name or module:attr) is
+    needed for ``isolate`` (the worker resolves it again in its own process; ``backend`` then only
+    gives the name and capabilities, e.g. an :class:`~conformance.calls.isolate.IsolatedBackend`)."""
+    options = options or RunOptions()
+    caps = backend.capabilities
+    profile = _profile_for(options, caps)
+    ordered = stage_order(cases)
+    t0 = time.perf_counter()
+    jobs = effective_jobs(options.jobs)
+    if options.isolate and not selector:
+        raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
+    stop = options.stop or StopFlag()
+    guard = _HangGuard(options.max_consecutive_timeouts)
+    results: dict[int, CaseResult] = {}
+    callers: list[Any] = []
+
+    def task(index: int, case: GoldenCase, call: Any) -> None:
+        result = guard.skipped(case, options) if guard.hung else run_one(case, backend, call, profile, options)
+        if not guard.hung:
+            guard.note(result)
+        results[index] = result
+        if progress:
+            progress(result)
+
+    def slot(work: queue.SimpleQueue[tuple[int, GoldenCase]], errors: list[BaseException]) -> None:
+        call = _make_caller(backend, options, selector, stop)
+        callers.append(call)
+        try:
+            while not stop.is_set():
+                try:
+                    index, case = work.get_nowait()
+                except queue.Empty:
+                    return
+                task(index, case, call)
+        except Interrupted:
+            return
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+        finally:
+            call.close()
+
+    work: queue.SimpleQueue[tuple[int, GoldenCase]] = queue.SimpleQueue()
+    for item in enumerate(ordered):
+        work.put(item)
+    errors: list[BaseException] = []
+    try:
+        if jobs == 1:
+            slot(work, errors)
+        else:
+            threads = [threading.Thread(target=slot, args=(work, errors), daemon=True, name=f"roperef-job-{k}")
+                       for k in range(jobs)]
+            for t in threads:
+                t.start()
+            _wait_for(threads, stop)
+    finally:
+        for call in callers:
+            call.close()
+    if errors:
+        raise errors[0]
+    done = [results[i] for i in sorted(results)]
+    report = RunReport(
+        backend=str(getattr(backend, "name", selector or "backend")),
+        capabilities=caps.to_dict() if hasattr(caps, "to_dict") else {},
+        profile=profile.to_dict(),
+        results=done,
+        seconds=time.perf_counter() - t0,
+        notes=list(declaration_notes(backend)),
+        interrupted=stop.is_set() and len(done) < len(ordered),
+        not_run=len(ordered) - len(done),
+        jobs=jobs,
+    )
+    if options.xfail is not None:
+        report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in done])
+    return report
+
+
+def _wait_for(threads: list[threading.Thread], stop: StopFlag, grace: float = 1.0) -> None:
+    """Wait for the job threads; once ``stop`` is set, give them ``grace`` seconds, then leave them."""
+    deadline: float | None = None
+    while any(t.is_alive() for t in threads):
+        for t in threads:
+            t.join(POLL_S)
+        if stop.is_set():
+            deadline = deadline or time.monotonic() + grace
+            if time.monotonic() >= deadline:
+                return
