@@ -295,7 +295,7 @@ def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
     env = os.environ.get("ROPEREF_PRESETS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent / "presets"
+    return Path(__file__).resolve().parents[1] / "presets"
 
 
 def _model(directory: str | None) -> Iterator[CaseRecipe]:

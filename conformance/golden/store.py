@@ -116,7 +116,7 @@ def default_golden_dir() -> Path:
     env = os.environ.get("ROPEREF_GOLDEN")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[1] / "golden"
+    repo = Path(__file__).resolve().parents[2] / "golden"
     if (repo / MANIFEST).is_file():
         return repo
     return Path.cwd() / "golden"

@@ -29,7 +29,7 @@ from ..backends.names import BUILTIN_BACKENDS
 __all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail", "xfail_path", "XFAIL_DIR"]
 
 #: the folder of the built-in backends' expected-failure files
-XFAIL_DIR = Path(__file__).resolve().parent / "backends" / "xfail"
+XFAIL_DIR = Path(__file__).resolve().parents[1] / "backends" / "xfail"
 
 
 def xfail_path(backend: str) -> Path:
