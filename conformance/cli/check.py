@@ -37,6 +37,7 @@ from ..usage_error import UsageError
 from ..vocabulary import DTYPES, TIERS
 from .backend_load import load_in_process, load_isolated_backend
 from .check_modes import add_mode_arguments, parse_mode
+from .compile_notice import compile_notice
 from .exchange import ExchangeError, OutputsBackend
 
 __all__ = ["add_parser", "run", "add_check_arguments", "Progress"]
@@ -168,7 +169,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return _run(args)
+        with compile_notice(sys.stderr):  # a machine's first run says what it compiles, never a silent minute
+            return _run(args)
     except UsageError as exc:
         print(f"roperef check: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
