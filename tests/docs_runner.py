@@ -91,20 +91,24 @@ def _first_difference(want: str, got: str) -> list[tuple[str, str]]:
 
 
 def _resolve(dotted: list[str], namespace: dict[str, Any]) -> Any:
-    """The object ``a.b.c`` names: ``a`` from the page's namespace, else an importable module (also under roperef./conformance.)."""
-    head, rest = dotted[0], dotted[1:]
-    if head in namespace:
-        obj = namespace[head]
+    """The object ``a.b.c`` names: ``a`` from the page's namespace, else the longest importable module
+    prefix (also under ``roperef.`` / ``conformance.``), then attributes."""
+    if dotted[0] in namespace:
+        obj, rest = namespace[dotted[0]], dotted[1:]
     else:
         for prefix in _PACKAGES:
-            try:
-                obj = importlib.import_module(prefix + head)
-                break
-            except ModuleNotFoundError:
+            for k in range(len(dotted), 0, -1):
+                try:
+                    obj, rest = importlib.import_module(prefix + ".".join(dotted[:k])), dotted[k:]
+                    break
+                except ModuleNotFoundError:
+                    continue
+            else:
                 continue
+            break
         else:
-            raise LookupError(f"{head!r} is neither defined by an earlier block nor an importable module "
-                              f"(also tried roperef.{head}, conformance.{head})")
+            raise LookupError(f"{dotted[0]!r} is neither defined by an earlier block nor an importable module "
+                              f"(also tried roperef.{dotted[0]}, conformance.{dotted[0]})")
     for name in rest:
         obj = getattr(obj, name)
     return obj
@@ -172,7 +176,8 @@ def check_signatures(block: Block, namespace: dict[str, Any]) -> str | None:
 
     Each signature is ``dotted.name(parameters)`` (a trailing ``# comment`` allowed; it may span
     lines), the parameters written as in a ``def``: names in order, ``*`` and ``/`` markers,
-    ``*args``/``**kwargs``, ``name=default`` with a literal default. The callable's real
+    ``*args``/``**kwargs``, ``name=default`` with a literal default (``name=...``: it has a
+    default, not shown: a factory, a frozenset). The callable's real
     parameters (``inspect.signature``) must be exactly those, in that order and of those kinds,
     and every default the listing states must be the code's. ``dotted`` is looked up in the
     page's namespace, else imported (also as ``roperef.dotted`` and ``conformance.dotted``).
@@ -196,7 +201,11 @@ def check_signatures(block: Block, namespace: dict[str, Any]) -> str | None:
             problems.append(f"{text!r}: the code has ({', '.join(n for n, _ in actual)})")
             continue
         for (pname, want), (_, have) in zip(listed, actual):
-            if want is not inspect.Parameter.empty and not (have is not inspect.Parameter.empty and type(have) is type(want) and have == want):
+            if want is inspect.Parameter.empty:
+                continue
+            if have is inspect.Parameter.empty:
+                problems.append(f"{text!r}: {pname} has no default in the code")
+            elif want is not Ellipsis and not (type(have) is type(want) and have == want):  # ``=...``: some default
                 problems.append(f"{text!r}: {pname} defaults to {have!r} in the code, not {want!r}")
     return "\n".join(problems) or None
 
@@ -230,7 +239,8 @@ class PageRun:
     # -------------------------------------------------------------------------------------
 
     def _run(self, block: Block) -> BlockResult:
-        failed = next((b for b, r in zip(self.blocks, self.results) if r.status == "failed"), None)
+        failed = next((b for b, r in zip(self.blocks, self.results)  # a listing changes nothing later blocks see
+                       if r.status == "failed" and b.lang != "python-signature"), None)
         if block.skip:
             return BlockResult("skipped", f"{block.id}: docs-test: skip {block.skip}")
         if failed is not None:
@@ -300,6 +310,8 @@ class PageRun:
                 entry = Path(f.filename).relative_to(self.dir).parts[0]
                 if (self.dir / entry).is_symlink():
                     f = traceback.FrameSummary(str(self.root / Path(f.filename).relative_to(self.dir)), f.lineno, f.name, line=f.line)
+            if f.filename == __file__:  # the harness itself
+                continue
             if f.filename == page or f.filename.startswith((str(self.dir), str(self.root))):
                 frames.append(f)
         where = "".join(traceback.format_list(frames)) if frames else ""
