@@ -50,6 +50,7 @@ __all__ = ["BlockResult", "PageRun", "OPTIONAL_LIBRARIES", "check_signatures", "
 PAGE_TIMEOUT_S = 600
 
 #: libraries a page may use that are optional extras of roperef (pyproject.toml): missing -> skip locally, fail in CI
+#: (``DOCS_TEST_OPTIONAL``, comma-separated, adds names: the harness's own tests use it)
 OPTIONAL_LIBRARIES = frozenset({
     "torch", "transformers", "jax", "jaxlib", "keras", "keras_hub", "mlx", "mlx_lm", "onnx", "onnxruntime", "triton",
     "rotary_embedding_torch", "litgpt", "torchtune", "torchao", "liger_kernel", "penzai", "matplotlib", "flash_attn",
@@ -259,7 +260,8 @@ class PageRun:
                 self._execute(block)
         except ModuleNotFoundError as exc:
             top = (exc.name or "").split(".")[0]
-            if top in OPTIONAL_LIBRARIES and os.environ.get("CI") != "true":
+            optional = OPTIONAL_LIBRARIES | set(filter(None, os.environ.get("DOCS_TEST_OPTIONAL", "").split(",")))
+            if top in optional and os.environ.get("CI") != "true":
                 return BlockResult("skipped", f"{block.id}: needs {top}, not installed (CI installs it: there this fails)")
             return BlockResult("failed", self._traceback(block, exc))
         except BaseException as exc:  # anything a block raises (SystemExit included) fails that block

@@ -4,7 +4,7 @@ A table preceded by ``<!-- api-table: TARGET -->`` lists, in its first column (b
 several per cell allowed), every public name of ``TARGET`` and nothing else:
 
 - a dotted Python name (``roperef.spec.RopeSpec``): its dataclass fields, properties and methods
-  not starting with ``_`` (inherited ones from roperef/conformance classes included);
+  not starting with ``_`` (inherited ones from roperef and conformance classes included);
 - ``report``, ``report.results[]``, ``report.coverage``: the keys of a real ``roperef check
   --json`` document, of one of its results, of its coverage section; a dotted row
   (``metrics.worst``) must be a key of that object in a failing result.
@@ -55,7 +55,7 @@ def api_tables(page: Path) -> dict[str, set[str]]:
 
 
 def public_names(cls: type) -> set[str]:
-    """Dataclass fields, properties and methods of ``cls`` not starting with ``_`` (roperef/conformance classes of its MRO)."""
+    """Dataclass fields, properties and methods of ``cls`` not starting with ``_`` (the roperef and conformance classes of its MRO)."""
     names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
     for klass in cls.__mro__:
         if klass.__module__.split(".")[0] in ("roperef", "conformance"):

@@ -141,7 +141,7 @@ print("never")
 """
 
 OPTIONAL = f"""{F}python
-import torchtune_that_is_not_here
+import an_optional_library_not_installed
 {F}
 """
 
@@ -195,16 +195,17 @@ def test_a_dying_process_is_reported_at_its_block(tmp_path):
 
 
 def test_missing_optional_library_skips_locally_fails_in_ci(tmp_path, monkeypatch):
-    import docs_runner
-
-    monkeypatch.setattr(docs_runner, "OPTIONAL_LIBRARIES", docs_runner.OPTIONAL_LIBRARIES)  # the child reads its own copy
-    page = OPTIONAL.replace("torchtune_that_is_not_here", "torchtune.not_a_module_of_torchtune_xyz")
+    monkeypatch.setenv("DOCS_TEST_OPTIONAL", "an_optional_library_not_installed")
     monkeypatch.delenv("CI", raising=False)
-    _, (local,) = _run(tmp_path, page)
-    assert local.status in ("skipped", "failed")  # skipped when torchtune is absent; failed when present (no such submodule)
+    _, (local,) = _run(tmp_path, OPTIONAL)
+    assert local.status == "skipped" and "needs an_optional_library_not_installed" in local.message
     monkeypatch.setenv("CI", "true")
-    _, (ci,) = _run(tmp_path, page)
-    assert ci.status == "failed"
+    _, (ci,) = _run(tmp_path, OPTIONAL)
+    assert ci.status == "failed" and "No module named 'an_optional_library_not_installed'" in ci.message
+    monkeypatch.delenv("DOCS_TEST_OPTIONAL")
+    monkeypatch.delenv("CI")
+    _, (unknown,) = _run(tmp_path, OPTIONAL)  # a module that is no optional library: a mistake of the page, even locally
+    assert unknown.status == "failed"
 
 
 @pytest.mark.parametrize("text, message", [
