@@ -18,7 +18,9 @@ Differences from the reference are only in cost:
 - cos/sin are computed once per (token, pair) into a per-block ``[n]`` scratch and
   reused across heads, in a pipeline that overlaps them with the memory traffic; no
   table of the size of ``x`` and no float64 copy of a float32 ``x`` is made.
-  ``forward``/``backward`` allocate only their output (or none, with ``out=``).
+  ``forward``/``backward`` allocate only their output (or none, with ``out=``), except
+  small calls (below), which also keep their ``[N, n]`` cos/sin tables (at most the output's
+  element count, so at most 512 KiB).
 - Tokens that share a position share one cos/sin row (:func:`shared_positions`);
   large memory-bound outputs are written with non-temporal stores (:func:`streams`).
 - float32 ``x`` is read as float32 and computed in float64; the output (float64 by
