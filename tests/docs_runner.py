@@ -214,13 +214,15 @@ def check_signatures(block: Block, namespace: dict[str, Any]) -> str | None:
 class PageRun:
     """One page's blocks, run in order on demand; :meth:`close` removes the page's directory."""
 
-    def __init__(self, root: Path, blocks: list[Block]) -> None:
+    def __init__(self, root: Path, blocks: list[Block], directory: Path | None = None) -> None:
+        """``directory``: the page's (empty) directory, kept by the caller; by default a new one :meth:`close` removes."""
         self.root = root
         self.blocks = blocks
         self.results: list[BlockResult] = []
         self.namespace: dict[str, Any] = {"__name__": "__docs__"}
         self.env: dict[str, str] = dict(os.environ)
-        self.dir = Path(tempfile.mkdtemp(prefix="docs-page-"))
+        self.owns_dir = directory is None
+        self.dir = Path(tempfile.mkdtemp(prefix="docs-page-")) if directory is None else directory
         for entry in root.iterdir():
             if entry.name != ".git" and not entry.name.startswith("."):
                 (self.dir / entry.name).symlink_to(entry)
@@ -235,7 +237,8 @@ class PageRun:
         for name, module in list(sys.modules.items()):
             if str(getattr(module, "__file__", "") or "").startswith(str(self.dir)):
                 del sys.modules[name]
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.owns_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     # -------------------------------------------------------------------------------------
 
@@ -322,9 +325,10 @@ class PageRun:
 
 def run_page(root: Path, page: str, blocks: list[Block], timeout: float = PAGE_TIMEOUT_S) -> list[BlockResult]:
     """The results of every block of ``page`` (``blocks``, in page order), run in a fresh Python process."""
-    with tempfile.TemporaryDirectory(prefix="docs-results-") as tmp:
-        out = Path(tmp) / "results.jsonl"
-        cmd = [sys.executable, str(Path(__file__).resolve()), str(root), page, str(out)]
+    with tempfile.TemporaryDirectory(prefix="docs-results-") as tmp:  # removed here even when the child dies
+        out, workdir = Path(tmp) / "results.jsonl", Path(tmp) / "page"
+        workdir.mkdir()
+        cmd = [sys.executable, str(Path(__file__).resolve()), str(root), page, str(out), str(workdir)]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)
             died = f"exit code {done.returncode}" if done.returncode != 0 else ""
@@ -343,9 +347,9 @@ def run_page(root: Path, page: str, blocks: list[Block], timeout: float = PAGE_T
 
 def _main(argv: list[str]) -> int:
     """Child process: run every block of one page, one JSON result line each, flushed as it goes."""
-    root, page, out = Path(argv[0]), argv[1], Path(argv[2])
+    root, page, out, workdir = Path(argv[0]), argv[1], Path(argv[2]), Path(argv[3])
     blocks = read_blocks(root / page, root)
-    run = PageRun(root, blocks)
+    run = PageRun(root, blocks, workdir)
     try:
         with out.open("w", encoding="utf-8") as f:
             for block in blocks:
