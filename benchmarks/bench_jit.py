@@ -4,7 +4,7 @@ Issue 3 target: with ``cache=True``, a second process that calls every kernel on
 starts (and finishes) in < 2 s. Three fresh processes are timed in one run, each with the
 same temporary ``NUMBA_CACHE_DIR``:
 
-- ``cold``: the first process, compiling every kernel (documented in the README);
+- ``cold``: the first process, compiling every kernel, serial and parallel (documented in docs/fast.md);
 - ``cached``: the same calls again, loading every kernel from the cache (median of N);
 - ``numba floor``: a process that imports numba and calls one trivial cached
   ``parallel=True`` kernel -- the least any Numba-parallel package can cost here.
@@ -33,12 +33,14 @@ from roperef import RopeSpec, fast
 spec = RopeSpec(head_dim=16, rotary_dim=12, rotary_start=4)
 x = np.random.default_rng(0).standard_normal((2, 3, 2, 16))
 pos = np.arange(6).reshape(2, 3)
-cos, sin = fast.cos_sin(spec, pos)
-fast.apply(x, cos, sin, spec)
-for xd in (np.float64, np.float32):
-    for od in (np.float64, np.float32):
-        fast.forward(x.astype(xd), pos, spec, out_dtype=od)
-fast.backward(x, pos, spec)
+for serial_max in (fast.SERIAL_MAX_ELEMENTS, -1):  # the serial kernels of small calls, then the parallel ones
+    fast.SERIAL_MAX_ELEMENTS = serial_max
+    cos, sin = fast.cos_sin(spec, pos)
+    fast.apply(x, cos, sin, spec)
+    for xd in (np.float64, np.float32):
+        for od in (np.float64, np.float32):
+            fast.forward(x.astype(xd), pos, spec, out_dtype=od)
+    fast.backward(x, pos, spec)
 """
 
 NUMBA_FLOOR = """

@@ -28,6 +28,7 @@ from conformance.cases.catalog import presets_dir  # noqa: E402  # after the imp
 from roperef.frequencies import inv_freq  # noqa: E402  # after the importorskip above
 from roperef.hf import spec_from_config  # noqa: E402  # after the importorskip above
 from roperef.reference import forward  # noqa: E402  # after the importorskip above
+from roperef.spec import RopeSpec, Scaling  # noqa: E402  # after the importorskip above
 
 U32 = 2.0**-24
 PRESETS = presets_dir()  # $ROPEREF_PRESETS, else the copy shipped in conformance/presets
@@ -113,6 +114,30 @@ def test_rope_init_functions(name, record):
         hf_w, hf_s = ROPE_INIT_FUNCTIONS[params["rope_type"]](hf_config, "cpu", seq_len=seq_len)
         # roperef's stateless default: dynamic L = M, longrope short factors when seq_len is None.
         _check_freq(record, f"{name} seq_len={seq_len}", spec, hf_w, hf_s, seq_len)
+
+
+@pytest.mark.parametrize("head, width, rho", [(128, 64, 0.25), (256, 128, 0.5), (96, 32, 0.75)])
+def test_proportional_on_a_window_narrower_than_the_head(head, width, rho, record):
+    """docs/spec.md section 3: proportional uses the width of the vector it rotates as denominator and count.
+
+    transformers computes it over ``head_dim`` of the config it is given (Gemma 4 gives each layer
+    type its own ``head_dim``): for a spec whose window of ``width`` channels is narrower than its
+    head, roperef's frequencies are transformers' for ``head_dim = width``; for ``head_dim = head``
+    transformers returns ``head/2`` frequencies, which a window of ``width/2`` pairs cannot use.
+    """
+    _quiet()
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    params = {"rope_type": "proportional", "partial_rotary_factor": rho, "factor": 2.0, "rope_theta": 1e6}
+    spec = RopeSpec(head_dim=head, rotary_dim=width, rotary_start=head - width, theta=1e6,
+                    scaling=Scaling("proportional", partial_rotary_factor=rho, factor=2.0))
+    init = ROPE_INIT_FUNCTIONS["proportional"]
+    as_window = LlamaConfig(**dict(LLAMA, head_dim=width), rope_parameters=dict(params))
+    hf_w, hf_s = init(as_window, "cpu")
+    _check_freq(record, f"proportional window r={width} of D={head}", spec, hf_w, hf_s)
+    as_head = LlamaConfig(**dict(LLAMA, head_dim=head), rope_parameters=dict(params))
+    assert init(as_head, "cpu")[0].shape == (head // 2,) != (spec.n_pairs,)
 
 
 def test_ntk_alpha_hunyuan(record):

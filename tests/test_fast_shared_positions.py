@@ -25,8 +25,9 @@ from strategies import rope_cases, rope_specs
 SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "proportional")
 
 
-SHARED = {"SHARE_MAX_DISTINCT": 1.0, "SHARE_MAX_TABLE": float("inf")}  # any repeated position shares
-PER_TOKEN = {"SHARE_MAX_DISTINCT": 0.0, "SHARE_MAX_TABLE": 0.0}  # never
+# Both on the parallel kernels (small calls otherwise take the serial ones).
+SHARED = {"SHARE_MAX_DISTINCT": 1.0, "SHARE_MAX_TABLE": float("inf"), "SERIAL_MAX_ELEMENTS": -1}  # any repeated position shares
+PER_TOKEN = {"SHARE_MAX_DISTINCT": 0.0, "SHARE_MAX_TABLE": 0.0, "SERIAL_MAX_ELEMENTS": -1}  # never
 
 
 def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

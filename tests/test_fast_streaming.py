@@ -28,8 +28,9 @@ SAFE_SCALINGS = ("default", "linear", "dynamic", "ntk", "yarn", "llama3", "propo
 BIG = (1, 1024, 16, 128)  # float64: exactly 16 MiB
 
 
-STREAMED = {"STREAM_MIN_BYTES": 0, "STREAM_MIN_ELEMENTS_PER_PAIR": 0}  # every aligned output
-ORDINARY = {"STREAM_MIN_BYTES": 1 << 62}  # none
+# Both on the parallel kernels (small calls otherwise take the serial ones, which never stream).
+STREAMED = {"STREAM_MIN_BYTES": 0, "STREAM_MIN_ELEMENTS_PER_PAIR": 0, "SERIAL_MAX_ELEMENTS": -1}  # every aligned output
+ORDINARY = {"STREAM_MIN_BYTES": 1 << 62, "SERIAL_MAX_ELEMENTS": -1}  # none
 
 
 def both_paths(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -66,8 +66,10 @@ def test_frequencies_and_attention_factor_are_the_exact_values_bit_for_bit(spec,
         RopeSpec(head_dim=64, theta=150000.0, scaling={"type": "yarn", "factor": 32.0, "truncate": False,
                                                         "original_max_position_embeddings": 4096}),
         RopeSpec(head_dim=96, rotary_dim=64, freq_dim=63),
+        RopeSpec(head_dim=128, rotary_dim=64, rotary_start=64, theta=1e6,
+                 scaling={"type": "proportional", "partial_rotary_factor": 0.25, "factor": 2.0}),
     ],
-    ids=["llama3", "yarn-no-truncate", "odd-denominator"],
+    ids=["llama3", "yarn-no-truncate", "odd-denominator", "proportional-window-narrower-than-head"],
 )
 def test_worked_specs_bit_for_bit(spec):
     """Fixed real-model-like specs (the hypothesis test above covers random ones)."""

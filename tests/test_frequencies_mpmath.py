@@ -28,6 +28,7 @@ import mpmath
 import numpy as np
 import pytest
 
+from conformance.golden import exact_model
 from roperef import RopeSpec, Scaling
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_axes
@@ -40,51 +41,35 @@ mpf = mpmath.mpf
 
 
 # ---------------------------------------------------------------------------------------------
-# Independent mpmath model of docs/spec.md section 3 (all arithmetic in 50 digits).
+# The mpmath model of docs/spec.md section 3 (conformance/golden/exact_model.py: each formula there
+# quotes the spec text it implements, tests/test_exact_model_spec.py holds it to the page), in 50 digits.
 # ---------------------------------------------------------------------------------------------
 
 
 def mp_base(theta: float, d: int, n: int) -> list:
-    """theta^(-2i/d), i < n, with the real exponent 2i/d."""
-    return [mpf(theta) ** (-mpf(2 * i) / d) for i in range(n)]
+    """theta^(-2i/d), i < n, with the real exponent 2i/d (the spec's base line)."""
+    return exact_model.base(mpmath.mp, theta, d, n)
 
 
 def mp_get_mscale(x, m=1):
-    return mpf(1) if x <= 1 else mpf("0.1") * m * mpmath.log(x) + 1
+    return exact_model.get_mscale(mpmath.mp, x, m)
 
 
 def mp_yarn(theta, d, n, f, l0, fast=32.0, slow=1.0, truncate=True):
-    """(omega list, low, high) following the spec text."""
-    theta, f = mpf(theta), mpf(f)
-
-    def corr(beta):
-        return d * mpmath.log(mpf(l0) / (2 * mpmath.pi * mpf(beta))) / (2 * mpmath.log(theta))
-
-    low, high = corr(fast), corr(slow)
-    if truncate:
-        low, high = mpmath.floor(low), mpmath.ceil(high)
-    low, high = max(low, mpf(0)), min(high, mpf(d - 1))
-    if low == high:
-        high += mpf("0.001")
-    out = []
-    for j, w in enumerate(mp_base(theta, d, n)):
-        r = min(max((j - low) / (high - low), mpf(0)), mpf(1))
-        out.append(r * w / f + (1 - r) * w)
-    return out, low, high
+    """(omega list, low, high): the spec's yarn bullet."""
+    spec = RopeSpec(head_dim=d, theta=theta, scaling=Scaling("yarn", factor=f, original_max_position_embeddings=l0,
+                                                             beta_fast=fast, beta_slow=slow, truncate=truncate))
+    assert spec.n_pairs == n
+    low, high = exact_model.yarn_range(mpmath.mp, d, theta, l0, fast, slow, truncate)
+    return exact_model.FORMULAS["yarn"](mpmath.mp, spec, None)[0], low, high
 
 
 def mp_llama3(theta, d, n, f, a, b, l0):
-    out = []
-    for w in mp_base(theta, d, n):
-        lam = 2 * mpmath.pi / w
-        if lam > mpf(l0) / a:
-            out.append(w / f)
-        elif lam < mpf(l0) / b:
-            out.append(w)
-        else:
-            sigma = (mpf(l0) / lam - a) / (mpf(b) - a)
-            out.append((1 - sigma) * w / f + sigma * w)
-    return out
+    """The spec's llama3 bullet."""
+    spec = RopeSpec(head_dim=d, theta=theta, scaling=Scaling("llama3", factor=f, low_freq_factor=a, high_freq_factor=b,
+                                                             original_max_position_embeddings=l0))
+    assert spec.n_pairs == n
+    return exact_model.FORMULAS["llama3"](mpmath.mp, spec, None)[0]
 
 
 def rel_errors(got: np.ndarray, want: list) -> list:
@@ -431,28 +416,30 @@ def test_llama3_band_edges(edge, j):
 
 
 # ---------------------------------------------------------------------------------------------
-# proportional (Gemma 4): zero frequencies, full-D denominator
+# proportional (Gemma 4): zero frequencies, denominator d of the rotated vector
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "head, rho, factor, k",
-    [(512, 0.25, None, 64), (512, 0.25, 8.0, 64), (64, 0.3, None, 9), (64, 1.0, None, 32), (64, 0.015625, 2.0, 0),
-     (256, None, None, 128)],
+    "head, width, start, rho, factor, k",
+    [(512, 512, 0, 0.25, None, 64), (512, 512, 0, 0.25, 8.0, 64), (64, 64, 0, 0.3, None, 9), (64, 64, 0, 1.0, None, 32),
+     (64, 64, 0, 0.015625, 2.0, 0), (256, 256, 0, None, None, 128),
+     # a window narrower than the head: the formula on the window's d = r (docs/spec.md section 3), never on D
+     (128, 64, 0, 0.25, None, 8), (128, 32, 96, 0.5, 2.0, 8), (96, 64, 16, None, None, 32)],
 )
-def test_proportional(head, rho, factor, k):
+def test_proportional(head, width, start, rho, factor, k):
     sc = Scaling("proportional", partial_rotary_factor=rho, factor=factor)
-    w, s = inv_freq(RopeSpec(head_dim=head, theta=1000000.0, scaling=sc))
-    # k = int((rho*D)//2) with the float64 rho taken exactly
+    w, s = inv_freq(RopeSpec(head_dim=head, rotary_dim=width, rotary_start=start, theta=1000000.0, scaling=sc))
+    # k = int((rho*d)//2) with the float64 rho taken exactly, d = the rotary width here
     rho_exact = Fraction(1) if rho is None else Fraction(rho)
-    assert k == int((rho_exact * head) // 2)
-    assert w.shape == (head // 2,) and s == 1.0
+    assert k == int((rho_exact * width) // 2)
+    assert w.shape == (width // 2,) and s == 1.0  # n frequencies: one per pair of the window
     assert np.all(w[k:] == 0.0)  # exactly zero: identity pairs
     assert np.all(w[:k] > 0.0)
     f = 1 if factor is None else factor
-    want = [v / f for v in mp_base(1000000.0, head, k)]
+    want = [v / f for v in mp_base(1000000.0, width, k)]
     if k:
-        check_rel(w[:k], want, label=f"proportional D={head} rho={rho} f={factor}")
+        check_rel(w[:k], want, label=f"proportional D={head} r={width} rho={rho} f={factor}")
 
 
 def test_proportional_zero_frequency_is_identity_at_any_position():

@@ -1,5 +1,5 @@
 """Cases generated for a backend's interface: deterministic, stable ids, fit the declaration,
-expected values by roperef.fast; coverage says what was not judged and why."""
+expected values by the NumPy reference; coverage says what was not judged and why."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ LAZY_LIBRARIES = frozenset({
     "rotary_embedding_torch", "torchtune", "transformer_engine", "vllm",
 })
 #: our modules that import a heavy library when they are loaded (Numba kernels: compiled on first call)
-HEAVY_MODULES = frozenset({"roperef.fast.kernels", "conformance.long_context.kernel"})
+HEAVY_MODULES = frozenset({"roperef.fast.kernels", "roperef.fast.serial", "conformance.long_context.kernel"})
 #: the adapters (imported only when a backend is selected)
 ADAPTERS = frozenset(target.split(":")[0] for target in BUILTIN_BACKENDS.values())
 #: the layers of the tree, bottom to top (docs/design.md, "Layout"): package (or module) prefixes per layer.

@@ -294,7 +294,7 @@ def _prop(case: GoldenCase, denominator: SupportsInt | None) -> Decoy | None:
     if k < 2 or den == case.spec.freq_dim:
         return None
     what = "the rotated width " if den == 2 * k else ""
-    return Decoy("proportional:denominator", f"proportional exponent denominator = {what}{den} instead of head dim {case.spec.freq_dim}",
+    return Decoy("proportional:denominator", f"proportional exponent denominator = {what}{den} instead of d = {case.spec.freq_dim}",
                  param=den, freqs=partial(proportional_denominator, denominator=den))
 
 
@@ -398,7 +398,7 @@ FREQ_CLASSES: tuple[BugClass, ...] = (
     BugClass("llama3:smooth-wavelength", 3, "llama3 smoothing linear in wavelength instead of 1/wavelength", FREQ,
              "every stage with frequencies; llama3", "sigma = (L0/a - lambda)/(L0/a - L0/b)", "a llama3 spec with pairs inside the smoothing band",
              Family(_smooth, lambda c, h: (None, True)), _visible_with(_smooth), applies=_kind("llama3"), probes=(Probe("llama3", "near4096"),)),
-    BugClass("proportional:denominator", 3, "proportional (Gemma 4) exponent denominator = rotated width instead of the head dim", FREQ,
+    BugClass("proportional:denominator", 3, "proportional (Gemma 4) exponent denominator = rotated width 2k instead of d (a config's head dim)", FREQ,
              "every stage with frequencies; proportional", "w_i = theta^(-i/k)", "a proportional spec",
              Family(_prop, _prop_candidates), _visible_with(_prop), applies=_kind("proportional"), probes=(Probe("proportional", "near4096"),),
              parameter="denominator"),

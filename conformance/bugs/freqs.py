@@ -107,8 +107,8 @@ def yarn_ramp(spec: RopeSpec, seq_len: int, *, index_scale: float = 1.0, inverte
 
 
 def proportional_denominator(spec: RopeSpec, seq_len: int, denominator: int | None = None) -> Freqs:
-    """proportional (Gemma 4) with another exponent denominator than ``D`` (default ``2k``, the
-    rotated width): ``w_i = theta^(-2i/denominator)`` for ``i < k``."""
+    """proportional (Gemma 4) with another exponent denominator than ``d`` (docs/spec.md section 3;
+    default ``2k``, the rotated width): ``w_i = theta^(-2i/denominator)`` for ``i < k``."""
     w_ref, s = inv_freq(spec, seq_len)
     k = int(np.count_nonzero(w_ref))
     sc = spec.scaling

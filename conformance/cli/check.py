@@ -15,6 +15,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..usage_error import UsageError
 from ..vocabulary import DTYPES, TIERS
 from .backend_load import load_in_process, load_isolated_backend
 from .check_modes import add_mode_arguments, parse_mode
+from .compile_notice import compile_notice
 from .exchange import ExchangeError, OutputsBackend
 
 __all__ = ["add_parser", "run", "add_check_arguments", "Progress"]
@@ -168,7 +170,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return _run(args)
+        with ExitStack() as judging:  # holds the compile notice once a backend is loaded (below)
+            return _run(args, judging)
     except UsageError as exc:
         print(f"roperef check: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -191,7 +194,7 @@ def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: 
         raise UsageError(str(exc)) from None
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, judging: ExitStack) -> int:
     _check_args(args)
     try:
         mode = parse_mode(args)  # --explore / --long-context (validated before any backend is loaded)
@@ -206,6 +209,7 @@ def _run(args: argparse.Namespace) -> int:
     isolate = bool(args.isolate or (args.timeout is not None and not args.outputs))
     stop = StopFlag()
     backend, selector, label = _load_backend(args, stop, timeout, isolate)
+    judging.enter_context(compile_notice(sys.stderr))  # a machine's first run says what it compiles, never a silent minute
     try:
         profile = get_profile(args.profile, args.tol, default=default_profile_name(backend.capabilities))
     except (ValueError, TypeError) as exc:

@@ -17,8 +17,10 @@ precision) the generator derives, deterministically, a covering set of small cas
 
 A generated case's id is ``family/variant/pairing/dtype/shape/tag`` like a golden's (the tag
 names the regime and its offsets), so ``--filter ID`` selects it; its inputs are drawn from
-its own generator seeded by the CRC-32 of the id, and its expected values come from
-:mod:`roperef.fast` (no files). The backend's ``supports`` is asked too: when every declared
+its own generator seeded by the CRC-32 of the id, and its expected values come from the NumPy
+reference :mod:`roperef.reference` (no files; bit-identical to :mod:`roperef.fast` and as fast on
+cases this small: the Numba twin is never judged against itself, and nothing is compiled).
+The backend's ``supports`` is asked too: when every declared
 case of a class is declined, one declined case is kept so the report says so.
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from roperef import fast, reference
+from roperef import reference
 from roperef.frequencies import inv_freq
 from roperef.spec import PAIRINGS, RopeSpec
 
@@ -253,7 +255,7 @@ def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.nd
 
 
 def materialize_generated(g: GenCase) -> GoldenCase:
-    """The full case: inputs from the id's own seeded generator, expected values by :mod:`roperef.fast`."""
+    """The full case: inputs from the id's own seeded generator, expected values by :mod:`roperef.reference`."""
     rng = np.random.default_rng(zlib.crc32(g.id.encode("utf-8")))
     spec, stage, reg = g.spec, g.stage, g.regime
     arrays: dict[str, np.ndarray] = {}
@@ -262,7 +264,7 @@ def materialize_generated(g: GenCase) -> GoldenCase:
         arrays.update(seq_len=np.asarray(reg.seq_len, dtype=np.int64), inv_freq=np.ascontiguousarray(w), attention_factor=np.asarray(s))
     elif stage == "cos_sin":
         pos = reg.positions
-        cos, sin = fast.cos_sin(spec, pos)
+        cos, sin = reference.cos_sin(spec, pos)
         arrays.update(positions=pos, cos=np.asarray(cos, dtype=np.float64), sin=np.asarray(sin, dtype=np.float64))
     else:
         shape = _shape(stage, spec, reg)
@@ -272,9 +274,9 @@ def materialize_generated(g: GenCase) -> GoldenCase:
             cos, sin = reference.cos_sin(spec, pos)
             cos = cos.astype(numpy_dtype(g.dtype)).astype(np.float64)
             sin = sin.astype(numpy_dtype(g.dtype)).astype(np.float64)
-            arrays.update(x=x, cos=cos, sin=sin, y=np.asarray(fast.apply(x, cos, sin, spec), dtype=np.float64))
+            arrays.update(x=x, cos=cos, sin=sin, y=np.asarray(reference.apply(x, cos, sin, spec), dtype=np.float64))
         else:
-            fn = getattr(fast, stage)
+            fn = getattr(reference, stage)
             out = np.asarray(fn(x, pos, spec, cu_seqlens=cu), dtype=np.float64)
             arrays.update({"x" if stage == "forward" else "grad": x, "positions": pos, "y" if stage == "forward" else "grad_x": out})
             if cu is not None:
@@ -292,13 +294,5 @@ def generated_cases(backend: Any, exclude: Iterable[str] = ()) -> tuple[list[Gol
 
 
 def materialize_all(items: Iterable[GenCase]) -> list[GoldenCase]:
-    """Materialize several cases; the Numba kernels run on one thread meanwhile (a parallel launch
-    costs ~10x more than these small cases' work)."""
-    import numba  # lazy: heavy to import, needed only once cases are materialized
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        return [materialize_generated(g) for g in items]
-    finally:
-        numba.set_num_threads(before)
+    """Materialize several cases (NumPy only: nothing is compiled)."""
+    return [materialize_generated(g) for g in items]

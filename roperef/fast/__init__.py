@@ -18,14 +18,21 @@ Differences from the reference are only in cost:
 - cos/sin are computed once per (token, pair) into a per-block ``[n]`` scratch and
   reused across heads, in a pipeline that overlaps them with the memory traffic; no
   table of the size of ``x`` and no float64 copy of a float32 ``x`` is made.
-  ``forward``/``backward`` allocate only their output (or none, with ``out=``).
+  ``forward``/``backward`` allocate only their output (or none, with ``out=``), except
+  small calls (below), which also keep their ``[N, n]`` cos/sin tables (at most the output's
+  element count, so at most 512 KiB).
 - Tokens that share a position share one cos/sin row (:func:`shared_positions`);
   large memory-bound outputs are written with non-temporal stores (:func:`streams`).
 - float32 ``x`` is read as float32 and computed in float64; the output (float64 by
   default, float32 with ``out_dtype=np.float32`` or a float32 ``out``) is rounded once.
-- Inputs that the kernels cannot read in place (non-contiguous, read-only, float16,
-  bfloat16, non-native byte order) are first copied to a contiguous array
-  (float64 unless the input is float32/float64). The input is never modified.
+- Inputs that the kernels cannot read in place (non-contiguous, float16, bfloat16,
+  non-native byte order) are first copied to a contiguous array (float64 unless the input is
+  float32/float64). Every array a kernel reads is passed as a read-only view (read-only inputs
+  are read in place, and each kernel has one compiled signature per dtype of ``x``, not one more
+  per writeable flag). The input is never modified.
+- Small calls (output of at most :data:`SERIAL_MAX_ELEMENTS` elements, such as every case of
+  ``roperef check``) run the serial kernels of :mod:`roperef.fast.serial`: the same operations,
+  a fraction of the compile time, no thread start-up.
 
 Nothing is compiled at import; the first call of each kernel/dtype combination
 compiles it (``cache=True``: later processes load it from the Numba cache).
@@ -59,6 +66,11 @@ SHARE_MAX_DISTINCT = 0.5
 """Tokens share cos/sin rows when at most this fraction of them have distinct positions (:func:`shared_positions`)."""
 SHARE_MAX_TABLE = 0.125
 """... and the shared tables hold at most this fraction of the output's element count."""
+SERIAL_MAX_ELEMENTS = 2**16
+"""Calls whose output has at most this many elements run the serial kernels (:mod:`roperef.fast.serial`).
+
+Below it threads and streaming stores save microseconds while the parallel kernels cost seconds
+to compile on a machine's first run; the serial ones compute the same bits."""
 
 
 def _n_blocks() -> int:
@@ -67,13 +79,25 @@ def _n_blocks() -> int:
     return _BLOCKS_PER_THREAD * max(1, int(get_num_threads()))
 
 
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr`` (no copy): every array a kernel only reads is typed alike, one signature."""
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
 def _kernel_input(arr: np.ndarray) -> np.ndarray:
-    """``arr`` itself if a kernel can read it (C-contiguous, writeable-typed, native float32/64), else a copy."""
+    """A read-only view of ``arr`` if a kernel can read it (C-contiguous, native float32/64), else of a copy."""
     if arr.dtype not in _KERNEL_DTYPES:  # float16, bfloat16, longdouble, byte-swapped: widen exactly (or round once)
-        return np.ascontiguousarray(arr.astype(np.float64))
-    if not arr.flags.c_contiguous or not arr.flags.writeable:
-        return np.array(arr, dtype=arr.dtype, order="C", copy=True)
-    return arr
+        return _read_only(np.ascontiguousarray(arr.astype(np.float64)))
+    if not arr.flags.c_contiguous:
+        return _read_only(np.array(arr, dtype=arr.dtype, order="C", copy=True))
+    return _read_only(arr)
+
+
+def _serial(y: np.ndarray) -> bool:
+    """Whether a call with output ``y`` runs the serial kernels (:data:`SERIAL_MAX_ELEMENTS`)."""
+    return y.size <= SERIAL_MAX_ELEMENTS
 
 
 def _as_tokens(arr: np.ndarray) -> np.ndarray:
@@ -127,9 +151,9 @@ def streams(y: np.ndarray, pairs_per_token: int = 0) -> bool:
 
 
 def _keep(spec: RopeSpec) -> np.ndarray:
-    """Pass-through channels: outside ``[rotary_start, rotary_start + rotary_dim)``."""
+    """Pass-through channels: outside ``[rotary_start, rotary_start + rotary_dim)`` (read-only int64)."""
     start, stop = spec.rotary_start, spec.rotary_start + spec.resolved_rotary_dim
-    return np.concatenate([np.arange(0, start), np.arange(stop, spec.head_dim)]).astype(np.int64)
+    return _read_only(np.concatenate([np.arange(0, start), np.arange(stop, spec.head_dim)]).astype(np.int64))
 
 
 def _stride(a: np.ndarray, b: np.ndarray) -> int:
@@ -141,26 +165,34 @@ def _stride(a: np.ndarray, b: np.ndarray) -> int:
     return 0
 
 
+def _index_arrays(pm: PairMap) -> tuple[np.ndarray, ...]:
+    """``in_a, in_b, out_a, out_b`` of a pair map as read-only contiguous int64."""
+    return tuple(_read_only(np.ascontiguousarray(a, dtype=np.int64)) for a in (pm.in_a, pm.in_b, pm.out_a, pm.out_b))
+
+
 def _maps(pm: PairMap) -> tuple[object, ...]:
     """Kernel arguments ``in_a, in_b, out_a, out_b, k_in, k_out`` of a pair map."""
-    arrays = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in (pm.in_a, pm.in_b, pm.out_a, pm.out_b))
+    arrays = _index_arrays(pm)
     return (*arrays, _stride(arrays[0], arrays[1]), _stride(arrays[2], arrays[3]))
 
 
 def _token_rows(rows: np.ndarray) -> np.ndarray:
-    """Position rows ``[A, *P]`` (possibly a broadcast view) as contiguous int64 ``[A, N]``."""
-    return np.ascontiguousarray(rows, dtype=np.int64).reshape((rows.shape[0], -1))
+    """Position rows ``[A, *P]`` (possibly a broadcast view) as contiguous int64 ``[A, N]``, read-only."""
+    return _read_only(np.ascontiguousarray(rows, dtype=np.int64).reshape((rows.shape[0], -1)))
 
 
 def _freqs(spec: RopeSpec, seq_len: int | None) -> tuple[np.ndarray, float]:
     freqs, s = inv_freq(spec, seq_len)
-    return np.ascontiguousarray(freqs, dtype=np.float64), float(s)
+    return _read_only(np.ascontiguousarray(freqs, dtype=np.float64)), float(s)
+
+
+def _axes(spec: RopeSpec) -> np.ndarray:
+    """The position row of each pair, read-only contiguous int64."""
+    return _read_only(np.ascontiguousarray(pair_axes(spec), dtype=np.int64))
 
 
 def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(s*cos(phi), s*sin(phi))``, each float64 ``[*P, n]``; as :func:`roperef.reference.cos_sin`."""
-    from .kernels import tables_kernel
-
     check_spec(spec)
     rows = rows_for(spec, positions)
     if seq_len is None:
@@ -169,17 +201,40 @@ def cos_sin(spec: RopeSpec, positions: object, seq_len: int | None = None) -> tu
     grid = rows.shape[1:]
     cos = np.empty((*grid, spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
-    c2, s2 = cos.reshape((-1, spec.n_pairs)), sin.reshape((-1, spec.n_pairs))
-    tables_kernel(_token_rows(rows), freqs, pair_axes(spec), s, 1.0, c2, s2, _n_blocks())
+    _tables(_token_rows(rows), freqs, _axes(spec), s, 1.0, cos.reshape((-1, spec.n_pairs)), sin.reshape((-1, spec.n_pairs)))
     return cos, sin
+
+
+def _tables(rows: np.ndarray, freqs: np.ndarray, axes: np.ndarray, s: float, sign: float, cos: np.ndarray, sin: np.ndarray) -> None:
+    """Fill ``cos, sin [N, n]`` for the position columns ``rows [A, N]``: serial when small, else parallel."""
+    if _serial(cos):
+        from .serial import tables_serial
+
+        tables_serial(rows, freqs, axes, s, sign, cos, sin)
+    else:
+        from .kernels import tables_kernel
+
+        tables_kernel(rows, freqs, axes, s, sign, cos, sin, _n_blocks())
+
+
+def _rotate(x3: np.ndarray, cos: np.ndarray, sin: np.ndarray, idx: np.ndarray, pm: PairMap, keep: np.ndarray, y: np.ndarray) -> None:
+    """``y[t] = RoPE(x3[t])`` with table row ``idx[t]`` (``y``: the output, any shape ``[..., H, D]``): serial when small."""
+    y3 = _as_tokens(y)
+    cos, sin, idx = _read_only(cos), _read_only(sin), _read_only(idx)
+    if _serial(y):
+        from .serial import rotate_serial
+
+        rotate_serial(x3, cos, sin, idx, *_index_arrays(pm), keep, y3)  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
+    else:
+        from .kernels import apply_kernel
+
+        apply_kernel(x3, cos, sin, idx, *_maps(pm), keep, y3, _n_blocks(), streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
 
 
 def apply(
     x: object, cos: object, sin: object, spec: RopeSpec, out_dtype: object = None, out: np.ndarray | None = None
 ) -> np.ndarray:
     """Rotate ``x [..., H, D]`` with given tables ``cos, sin [..., n]`` (broadcast over heads); as the reference."""
-    from .kernels import apply_kernel
-
     check_spec(spec)
     arr = float_array(x, "x")
     c, s = check_tables(arr, cos, sin, spec)
@@ -188,9 +243,7 @@ def apply(
     s2 = np.ascontiguousarray(np.broadcast_to(s, (*grid, n))).reshape((math.prod(grid), n))
     y = _output(arr, out, out_dtype, "x")
     idx = np.arange(c2.shape[0], dtype=np.int64)
-    apply_kernel(  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
-        _as_tokens(_kernel_input(arr)), c2, s2, idx, *_maps(pair_map(spec)), _keep(spec), _as_tokens(y), _n_blocks(), streams(y)
-    )
+    _rotate(_as_tokens(_kernel_input(arr)), c2, s2, idx, pair_map(spec), _keep(spec), y)
     return y
 
 
@@ -219,23 +272,24 @@ def shared_positions(rows: np.ndarray, token_elements: int, n_pairs: int) -> tup
 
 
 def _run(name: str, x, positions, spec, cu_seqlens, seq_len, out_dtype, out, backward: bool) -> np.ndarray:
-    from .kernels import apply_kernel, rope_kernel, tables_kernel
-
     prep = prepare(x, positions, spec, cu_seqlens, seq_len, name=name)
     freqs, s = _freqs(spec, prep.seq_len)
     y = _output(prep.x, out, out_dtype, name)
     pm = pair_map(spec).transposed() if backward else pair_map(spec)
-    x3, y3, rows = _as_tokens(_kernel_input(prep.x)), _as_tokens(y), _token_rows(prep.rows)
+    x3, rows = _as_tokens(_kernel_input(prep.x)), _token_rows(prep.rows)
     sign = -1.0 if backward else 1.0
     shared = shared_positions(rows, x3.shape[1] * x3.shape[2], spec.n_pairs)
-    if shared is None:  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
-        rope_kernel(x3, rows, freqs, pair_axes(spec), s, sign, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
+    if shared is None and not _serial(y):  # one pipelined pass: cos/sin per token, overlapped with the memory traffic
+        from .kernels import rope_kernel
+
+        rope_kernel(x3, rows, freqs, _axes(spec), s, sign, *_maps(pm), _keep(spec), _as_tokens(y), _n_blocks(), streams(y, spec.n_pairs))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
         return y
-    distinct, index = shared  # cos/sin once per distinct position, then a streaming pass
+    # cos/sin once per distinct position (or, for a small call, per token), then the rotation pass
+    distinct, index = shared if shared is not None else (rows, np.arange(rows.shape[1], dtype=np.int64))
     cos = np.empty((distinct.shape[1], spec.n_pairs), dtype=np.float64)
     sin = np.empty_like(cos)
-    tables_kernel(distinct, freqs, pair_axes(spec), s, sign, cos, sin, _n_blocks())
-    apply_kernel(x3, cos, sin, index, *_maps(pm), _keep(spec), y3, _n_blocks(), streams(y))  # type: ignore[call-arg]  # numba: the jitted Dispatcher's stub does not carry the kernel signature
+    _tables(_read_only(distinct), freqs, _axes(spec), s, sign, cos, sin)
+    _rotate(x3, cos, sin, index, pm, _keep(spec), y)
     return y
 
 

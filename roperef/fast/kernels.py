@@ -44,7 +44,7 @@ from numba import njit, prange, uint64
 from .llvm import prefetch, store_fence, stream16
 from .sincos import sincos, two_product
 
-__all__ = ["tables_kernel", "rope_kernel", "apply_kernel"]
+__all__ = ["tables_kernel", "rope_kernel", "apply_kernel", "fill_token"]
 
 _LINE_BYTES = 64  # cache line: the prefetch stride
 # Token indices passed as typed int64 values, not literals: a literal argument would make
@@ -65,7 +65,7 @@ def _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin):
 
 
 @njit(cache=True, inline="always")
-def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):
+def fill_token(rows, t, freqs, axes, s, sign, cos, sin):
     """All ``n`` pairs of token ``t``."""
     for j in range(freqs.shape[0]):
         _fill_pair(rows, t, j, freqs, axes, s, sign, cos, sin)
@@ -73,7 +73,7 @@ def _fill_token(rows, t, freqs, axes, s, sign, cos, sin):
 
 @njit(cache=True, inline="always")
 def _fill_token_overlapped(rows, t, freqs, axes, s, sign, cos, sin, xf, t_prefetch, m, bf, of, t_stream):
-    """:func:`_fill_token`, with the memory traffic of neighbouring tokens spread over its pairs.
+    """:func:`fill_token`, with the memory traffic of neighbouring tokens spread over its pairs.
 
     The cos/sin of one token are pure computation; alongside pair ``j`` this issues the
     ``j``-th ``1/n`` of (1) prefetches of the ``m`` elements of token ``t_prefetch`` of
@@ -207,7 +207,7 @@ def tables_kernel(rows, freqs, axes, s, sign, cos, sin, n_blocks):
         t0 = b * n_tok // nb
         t1 = (b + 1) * n_tok // nb
         for t in range(t0, t1):
-            _fill_token(rows, t, freqs, axes, s, sign, cos[t], sin[t])
+            fill_token(rows, t, freqs, axes, s, sign, cos[t], sin[t])
 
 
 @njit(parallel=True, cache=True)
