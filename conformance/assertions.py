@@ -5,9 +5,14 @@
     def test_my_kernel_conforms():
         assert_rope_conforms(MyBackend(), filter="forward/*/half/*")
 
-Raises ``AssertionError`` listing every FAIL/ERROR as numpy.testing does (the mismatch
-fraction and the worst elements: index, position, actual, expected, bound), with the
-diagnosis and the repro command; returns the :class:`~conformance.judge.runner.RunReport` otherwise.
+It judges exactly what ``roperef check --backend ...`` judges (with the same filter and dtypes):
+the golden cases plus the cases generated for the backend's interface
+(:func:`conformance.judge.check_sources.check_cases`), with a built-in backend's shipped list of
+known discrepancies applied (XFAIL) unless ``xfail=False``. Raises ``AssertionError`` listing every
+FAIL/ERROR as numpy.testing does (the mismatch fraction and the worst elements: index, position,
+actual, expected, bound), with the diagnosis and the repro command, and when nothing was judged
+(every case NOT_SUPPORTED: ``roperef check`` exits 3); returns the
+:class:`~conformance.judge.runner.RunReport` otherwise (with its coverage section).
 The helper hides its own frames from pytest tracebacks (``__tracebackhide__``).
 """
 
@@ -15,13 +20,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .backends.resolve import resolve_backend
 from .cases.case import GoldenCase
-from .golden.case_source import load_cases, user_case_source
+from .golden.case_source import user_case_source
+from .judge.check_sources import attach_sections, check_cases
+from .judge.run_verdict import nothing_judged_line
 from .judge.runner import RunOptions, run_cases
-from .judge.xfail import load_xfail
+from .judge.xfail import choose_xfail
 from .report.failure_text import failure_text
 
 __all__ = ["assert_rope_conforms"]
@@ -35,30 +43,40 @@ def assert_rope_conforms(
     tier: str = "smoke",
     profile: str | None = None,
     golden: str | None = None,
-    xfail: str | None = None,
+    xfail: str | os.PathLike[str] | bool | None = None,
     cases: str | os.PathLike[str] | Sequence[GoldenCase] | None = None,
+    generated: bool = True,
 ) -> Any:
-    """Run the selected golden cases on ``backend`` (object, short name, module:attr or file.py:Name).
+    """Judge ``backend`` (object, short name, module:attr or file.py:Name) as ``roperef check`` does.
 
     ``cases``: a directory of your own cases (docs/user-cases.md; ``filter`` and ``dtypes``
     select among them) or a sequence of :class:`~conformance.cases.case.GoldenCase`; default: the
-    golden set (``golden``, ``tier``)."""
+    golden set (``golden``, ``tier``) plus the cases generated for the backend's interface
+    (``generated=False``: the goldens only, as ``--goldens-only``). ``xfail``: a file of expected
+    failures, ``False`` for none, ``None`` (default) for a built-in backend's shipped list."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
 
     obj = resolve_backend(backend)
     filters = [filter] if isinstance(filter, str) else list(filter or [])
+    plan = None
     if isinstance(cases, (str, os.PathLike)):
         selected = user_case_source(os.fspath(cases), filters, dtypes).cases
     elif cases is not None:
         selected = list(cases)
     else:
-        selected = load_cases(golden, tier, filters, dtypes).cases
-    options = RunOptions(profile=profile, xfail=load_xfail(xfail) if xfail else None)
-    report = run_cases(obj, selected, options)
+        source, plan = check_cases(obj, golden, tier, filters, dtypes, goldens_only=not generated)
+        selected = source.cases
+    listed = choose_xfail(xfail if isinstance(xfail, (str, Path, os.PathLike)) else None, xfail is not False, obj,
+                          backend if isinstance(backend, str) else None)
+    report = run_cases(obj, selected, RunOptions(profile=profile, xfail=listed))
+    attach_sections(report, selected, obj, plan)
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR")]
     if bad:
         lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
         lines += [f"note: {note}" for note in report.notes]
         lines += [failure_text(r) for r in bad]
         raise AssertionError("\n".join(lines))
+    if report.judged == 0:
+        notes = "".join(f"\nnote: {note}" for note in report.notes)
+        raise AssertionError(f"backend {report.backend}: {nothing_judged_line(report)}{notes}")
     return report

@@ -1,14 +1,20 @@
-"""pytest plugin (entry point ``pytest11: roperef``): every golden case as a test item.
+"""pytest plugin (entry point ``pytest11: roperef``): every case ``roperef check`` judges as a test item.
 
     pytest --rope-backend mypkg.mod:Backend [--rope-filter PAT] [--rope-tier smoke|full]
-           [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR] [--rope-xfail FILE]
+           [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR]
+           [--rope-xfail FILE | --rope-no-xfail] [--rope-goldens-only]
 
+The items are the cases ``roperef check --backend ...`` judges with the same options: the golden
+cases plus the cases generated for the backend's interface
+(:func:`conformance.judge.check_sources.check_cases`; ``--rope-goldens-only`` keeps the goldens),
+with a built-in backend's shipped list of known discrepancies applied unless ``--rope-no-xfail``.
 Without ``--rope-backend`` the plugin adds no item and its header is one line (versions and
 ``ROPEREF_*`` variables). Items are named by case id; FAIL/ERROR fail with the mismatch
 fraction, the worst elements (index, position, actual, expected, bound), the diagnosis and the
-repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. The report header (like
-array-api-tests') names the backend, library versions, dtypes, profile, golden set hash and
-``ROPEREF_*`` variables (:mod:`conformance.report.header`). Importing this module is cheap (no NumPy).
+repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. A session whose conformance items all
+ran and judged nothing (every one NOT_SUPPORTED) fails, as ``roperef check`` exits 3. The report
+header (like array-api-tests') names the backend, library versions, dtypes, profile, golden set
+hash and ``ROPEREF_*`` variables (:mod:`conformance.report.header`). Importing this module is cheap (no NumPy).
 
 Everything else (the judge, NumPy) is imported lazily, inside the hooks, once ``--rope-backend``
 is given: pytest loads this plugin in every session.
@@ -20,7 +26,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_collection_modifyitems", "RopeCaseItem"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_collection_modifyitems", "RopeCaseItem",
+           "pytest_sessionfinish", "pytest_terminal_summary"]
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -31,7 +38,11 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--rope-profile", default=None, help="tolerance profile name or .toml file")
     group.addoption("--rope-golden", default=None, help="golden directory")
     group.addoption("--rope-cases", default=None, help="a directory of your own cases instead of the golden set (docs/user-cases.md)")
-    group.addoption("--rope-xfail", default=None, help="expected-failure file")
+    group.addoption("--rope-xfail", default=None, help="expected-failure file (replaces a built-in backend's shipped list)")
+    group.addoption("--rope-no-xfail", action="store_true", default=False,
+                    help="judge a built-in backend without its shipped list of known discrepancies")
+    group.addoption("--rope-goldens-only", action="store_true", default=False,
+                    help="the golden cases only (no cases generated for the backend's interface)")
 
 
 class RopeFailure(Exception):
@@ -49,6 +60,7 @@ class RopeCaseItem(pytest.Item):
         st = self.state
         res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
                       RunOptions(xfail=st["xfail"], repro=st["repro"]))
+        st["statuses"][self.case.id] = res.status
         if res.status == "NOT_SUPPORTED":
             pytest.skip(f"NOT_SUPPORTED: {res.message}")
         if res.status == "XFAIL":
@@ -81,25 +93,28 @@ def _load_state(config: Any) -> dict[str, Any]:
 
     from .backends.resolve import BackendError, resolve_backend
     from .error_model.tolerance import default_profile_name, get_profile
-    from .golden.case_source import load_cases, user_case_source
-    from .judge.xfail import load_xfail
+    from .golden.case_source import user_case_source
+    from .judge.check_sources import check_cases
+    from .judge.xfail import choose_xfail
     from .usage_error import UsageError
 
     selector = config.getoption("--rope-backend")
     try:
         backend = resolve_backend(selector)
         profile = get_profile(config.getoption("--rope-profile"), (), default=default_profile_name(backend.capabilities))
-        xf = config.getoption("--rope-xfail")
         own = config.getoption("--rope-cases")
         if own:
             source = user_case_source(own, config.getoption("--rope-filter"))
         else:
-            source = load_cases(config.getoption("--rope-golden"), config.getoption("--rope-tier"), config.getoption("--rope-filter"))
-        xfail = load_xfail(xf) if xf else None
+            source, _ = check_cases(backend, config.getoption("--rope-golden"), config.getoption("--rope-tier"),
+                                    config.getoption("--rope-filter"), goldens_only=config.getoption("--rope-goldens-only"))
+        if config.getoption("--rope-xfail") and config.getoption("--rope-no-xfail"):
+            raise UsageError("--rope-xfail and --rope-no-xfail exclude each other")
+        xfail = choose_xfail(config.getoption("--rope-xfail"), not config.getoption("--rope-no-xfail"), backend, selector)
     except (BackendError, UsageError, ValueError, TypeError) as exc:
         raise pytest.UsageError(f"roperef: {exc}") from None
     return {
-        "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source,
+        "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source, "statuses": {},
         "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, *(["--rope-cases", own] if own else []),
                                           "--rope-filter", case.id]),
     }
@@ -131,3 +146,25 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
         return
     parent = _RopeCollector.from_parent(session, name="roperef")
     items.extend(RopeCaseItem.from_parent(parent, name=c.id, case=c, state=state) for c in state["source"].cases)
+
+
+def _nothing_judged(state: dict[str, Any] | None) -> str | None:
+    """The nothing-judged line when every conformance item of the session ran and was NOT_SUPPORTED."""
+    if state is None:
+        return None
+    statuses = state["statuses"]
+    if not statuses or len(statuses) < len(state["source"].cases) or any(s != "NOT_SUPPORTED" for s in statuses.values()):
+        return None  # something was judged, or not every item ran (-k, -x, a deselection): no verdict on the whole
+    return f"nothing judged: {len(statuses)} conformance item(s) of backend {state['backend'].name}, all NOT_SUPPORTED"
+
+
+def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    """A session whose conformance items judged nothing fails (``roperef check`` exits 3 there)."""
+    if _nothing_judged(getattr(session.config, _STATE_KEY, None)) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    line = _nothing_judged(getattr(config, _STATE_KEY, None))
+    if line:
+        terminalreporter.write_line(f"roperef: {line}: the session fails (roperef check exits 3)", red=True)

@@ -111,13 +111,17 @@ def _coverage(reports: list[dict[str, Any]]) -> list[str]:
         "Classes of the bug catalogue (docs/conformance.md) judged on at least one case that exposes them, out of the",
         "classes the backend's declared interface can express (goldens + cases generated for the interface).",
         "",
-        "| backend | judged / expressible | coverage | classes the interface cannot express | expressible but not judged (why) |",
-        "|---|---:|---:|---:|---|",
+        "The last column counts the declared candidates the backend's `supports()` declined while its generated cases",
+        "were planned (each replaced by another where one exists), with the most frequent reason.",
+        "",
+        "| backend | judged / expressible | coverage | classes the interface cannot express "
+        "| expressible but not judged (why) | declined while planned |",
+        "|---|---:|---:|---:|---|---|",
     ]
     for rep in reports:
         cov = rep.get("coverage")
         if not isinstance(cov, dict) or "classes" not in cov:
-            lines.append(f"| {_cell(rep['backend'])} | - | - | - | no coverage section in the report |")
+            lines.append(f"| {_cell(rep['backend'])} | - | - | - | no coverage section in the report | - |")
             continue
         rows = cov["classes"]
         cannot = [r for r in rows if not r.get("judged") and str(r.get("why", "")).startswith("the interface cannot express it")]
@@ -129,7 +133,10 @@ def _coverage(reports: list[dict[str, Any]]) -> list[str]:
             why = f"all {len(missed)}: NOT_SUPPORTED ({reasons.pop()}"
         else:
             why = "; ".join(f"`{r['id']}`: {r.get('why', '')}" for r in missed[:4]) + (f"; ... {len(missed) - 4} more" if len(missed) > 4 else "")
-        lines.append(f"| {_cell(rep['backend'])} | {cov.get('judged')} / {cov.get('expressible')} | {pct} | {len(cannot)} | {_cell(why) or '-'} |")
+        planned = [e for e in cov.get("planning_declined") or [] if isinstance(e, dict)]
+        declined = f"{sum(int(e.get('count', 0)) for e in planned)} ({_cell(planned[0].get('reason', ''))})" if planned else "-"
+        lines.append(f"| {_cell(rep['backend'])} | {cov.get('judged')} / {cov.get('expressible')} | {pct} | {len(cannot)} | {_cell(why) or '-'} "
+                     f"| {declined} |")
     return lines + [""]
 
 
@@ -185,7 +192,10 @@ def render(reports: Iterable[dict[str, Any]]) -> str:
                 f"- **{rep['backend']}**: stages {', '.join(caps.get('stages', []))}; pairings {', '.join(caps.get('pairings', []))}; "
                 f"dtypes {', '.join(caps.get('dtypes', []))}; scaling {', '.join(caps.get('scaling_types', []))}; "
                 f"angles {caps.get('angle_dtype', '?')}, tables {caps.get('table_dtype', '?')}, "
-                f"attention factor applied: {caps.get('applies_attention_factor', '?')}. {_cell(caps.get('notes', ''))}".rstrip()
+                f"attention factor applied: {caps.get('applies_attention_factor', '?')}"
+                + (f"; positions up to {caps['max_position']}" if caps.get("max_position") is not None else "")
+                + ("; one cos/sin table per batch" if caps.get("shared_tables") else "")
+                + f". {_cell(caps.get('notes', ''))}".rstrip()
             )
         reasons = Counter(r.get("message") or "" for r in rep["results"] if r["status"] == "NOT_SUPPORTED")
         if reasons:

@@ -54,7 +54,7 @@ PAGE_TIMEOUT_S = 600
 OPTIONAL_LIBRARIES = frozenset({
     "torch", "transformers", "jax", "jaxlib", "keras", "keras_hub", "mlx", "mlx_lm", "onnx", "onnxruntime", "triton",
     "rotary_embedding_torch", "litgpt", "torchtune", "torchao", "liger_kernel", "penzai", "matplotlib", "flash_attn",
-    "vllm", "transformer_engine",
+    "vllm", "transformer_engine", "ggml",
 })
 #: where a bare first name of a signature listing is looked up, after the page's own namespace
 _PACKAGES = ("roperef.", "conformance.", "")

@@ -94,9 +94,9 @@ DISCREPANCIES = {
         "onnxruntime-contrib": ("ERROR", "Updating cos_cache and sin_cache in RotaryEmbedding is not currently supported"),
         "onnx-reference": ("PASS", "budget"),
     },
-    "onnx-discrepancy/negative-position": {
-        "onnxruntime": ("ERROR", "position_ids value -1 at index 0 is out of range [0, 4)"),
-        "onnxruntime-contrib": ("ERROR", "position_ids value -1 at index 0 is out of range [0, 4)"),
+    "onnx-discrepancy/negative-position": {  # onnxruntime refuses negative ids: the adapter does not declare them
+        "onnxruntime": ("NOT_SUPPORTED", "needs negative_positions"),
+        "onnxruntime-contrib": ("NOT_SUPPORTED", "needs negative_positions"),
         "onnx-reference": ("FAIL", "position=-1"),
     },
     "onnx-discrepancy/bfloat16": {
@@ -134,6 +134,23 @@ def test_reference_wraps_negative_position_ids_to_the_cache_end():
     np.testing.assert_array_equal(at_minus_one, at_seven)
     exact = reference.forward(x.transpose(0, 2, 1, 3), np.array([[-1]]), spec).transpose(0, 2, 1, 3)
     assert np.abs(at_minus_one - exact).max() > 0.1
+
+
+@pytest.mark.parametrize("name", ["onnxruntime", "onnxruntime-contrib"])
+def test_onnxruntime_refuses_negative_position_ids_so_they_are_not_declared(name):
+    """Why the onnxruntime adapters leave ``negative_positions`` out: the kernel refuses the ids (an
+    exception, pinned here), so such cases are NOT_SUPPORTED with that reason, never an ERROR."""
+    require("onnx")
+    require("onnxruntime")
+    from conformance.backends.resolve import resolve_backend
+
+    backend = resolve_backend(name)
+    assert "negative_positions" not in backend.capabilities.features
+    x = np.random.default_rng(0).standard_normal((1, 4, 1, 8)).astype(np.float32)
+    with pytest.raises(Exception, match=r"position_ids value -1 at index 0 is out of range"):
+        backend.forward(x, np.array([[-1, 5, 6, 7]]), RopeSpec(8))  # a cache of 8 rows, >= the 4 tokens
+    res = _status(backend, make_case(RopeSpec(64), "float32", positions=np.array([[-3, -2, -1, 0, 1]])))
+    assert (res.status, res.message) == ("NOT_SUPPORTED", "needs negative_positions")
 
 
 def test_contrib_scale_has_no_effect_on_cpu():

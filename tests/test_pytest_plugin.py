@@ -24,7 +24,11 @@ def _plugin() -> list[str]:
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):
-    return str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset("forward/default/half/*")))
+    directory = str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset("forward/default/half/*")))
+    # materialize the generated cases once here: Numba loads its kernels (and the registries it imports on
+    # first use) in this process, before pytester's in-process runs, which drop the modules they import
+    _check_ids("numpy", directory)
+    return directory
 
 
 def test_plugin_import_is_cheap():
@@ -33,13 +37,27 @@ def test_plugin_import_is_cheap():
     assert out.strip() == "False"
 
 
+def _check_ids(backend, golden, *filters):
+    """The case ids ``roperef check`` judges (goldens plus generated) for these options."""
+    from conformance.backends.resolve import resolve_backend
+    from conformance.judge.check_sources import check_cases
+
+    source, _ = check_cases(resolve_backend(backend), golden, "smoke", list(filters))
+    return [c.id for c in source.cases]
+
+
 def test_items_per_case_and_failure_messages(pytester, golden):
+    ids = _check_ids("numpy", golden)
+    buggy_ids = _check_ids("wrong_backends:Buggy", golden, "long-odd")
     pytester.makepyfile("def test_plain():\n    pass\n")
     res = pytester.runpytest(*_plugin(), "--rope-backend", "numpy", "--rope-golden", golden)
-    res.assert_outcomes(passed=len(materialize_subset("forward/default/half/*")) + 1)
+    assert len(ids) > len(materialize_subset("forward/default/half/*"))  # the generated cases are items too
+    res.assert_outcomes(passed=len(ids) + 1)
+    goldens = pytester.runpytest(*_plugin(), "--rope-backend", "numpy", "--rope-golden", golden, "--rope-goldens-only")
+    goldens.assert_outcomes(passed=len(materialize_subset("forward/default/half/*")) + 1)
     bad = pytester.runpytest(*_plugin(), "--rope-backend", "wrong_backends:Buggy",
                              "--rope-golden", golden, "--rope-filter", "long-odd", "-p", "no:cacheprovider")
-    bad.assert_outcomes(passed=1 + len(materialize_subset("forward/default/half/*long-odd*")))  # a bug-free Buggy
+    bad.assert_outcomes(passed=1 + len(buggy_ids))  # a bug-free Buggy
     pytester.makepyfile(bugmod="from wrong_backends import Buggy\ndef make():\n    return Buggy(bug='positions-bf16')\n")
     res = pytester.runpytest(*_plugin(), "--rope-backend", "bugmod:make", "--rope-golden", golden, "--rope-filter", "long-odd")
     assert res.parseoutcomes().get("failed", 0) >= 1

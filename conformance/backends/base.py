@@ -26,7 +26,8 @@ from roperef.spec import PAIRINGS, SCALING_TYPES
 from ..cases.case import GoldenCase, outside_interface
 from ..vocabulary import DTYPES, FEATURES, STAGES
 
-__all__ = ["Capabilities", "Backend", "BaseBackend", "backend_stages", "assumed_capabilities", "declaration_notes"]
+__all__ = ["Capabilities", "Backend", "BaseBackend", "Declined", "backend_stages", "assumed_capabilities",
+           "declaration_notes", "OUTSIDE_MESSAGES"]
 
 _ALL_FEATURES = frozenset(FEATURES)
 
@@ -40,6 +41,10 @@ class Capabilities:
     case dtype (engines that cast tables to bf16/fp16 inputs).
     ``applies_attention_factor``: whether ``s`` is folded into its output (else the judge
     compares against ``expected / s``).
+    ``max_position``: the largest position it can take (a table of ``max_position + 1`` rows, int32
+    positions: ``2**31 - 1``); a case with a larger position is NOT_SUPPORTED. None: no limit.
+    ``shared_tables``: its ``apply`` takes one ``cos``/``sin`` table for the whole batch; an apply case
+    whose batch rows have different tables is NOT_SUPPORTED.
     """
 
     stages: frozenset[str]
@@ -51,6 +56,8 @@ class Capabilities:
     table_dtype: str = "float64"
     applies_attention_factor: bool = True
     notes: str = ""
+    max_position: int | None = None
+    shared_tables: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,7 +70,27 @@ class Capabilities:
             "table_dtype": self.table_dtype,
             "applies_attention_factor": self.applies_attention_factor,
             "notes": self.notes,
+            "max_position": self.max_position,
+            "shared_tables": self.shared_tables,
         }
+
+
+class Declined(str):
+    """A reason given by :meth:`BaseBackend.library_reason` or :meth:`BaseBackend.case_reason`: the
+    backend declines the case through the channel made for it (a plain NOT_SUPPORTED, never an
+    "inconsistent declaration"). A ``str``, so it prints, compares and pickles (to and from the
+    ``--isolate`` worker) as its text."""
+
+    __slots__ = ()
+
+
+#: the NOT_SUPPORTED message for each kind of :func:`conformance.cases.case.outside_interface` (what: its detail)
+OUTSIDE_MESSAGES = {
+    "stage": "stage {what} not implemented",
+    "features": "needs {what}",
+    "max_position": "{what}",
+    "shared_tables": "{what}",
+}
 
 
 @runtime_checkable
@@ -128,9 +155,9 @@ class BaseBackend:
         out = outside_interface(self.capabilities, case)
         if out is not None:
             kind, what = out
-            return {"stage": f"stage {what} not implemented", "features": f"needs {what}"}.get(
-                kind, f"{kind} {what} not supported")
-        return self.library_reason() or self.case_reason(case) or True
+            return OUTSIDE_MESSAGES.get(kind, "{kind} {what} not supported").format(kind=kind, what=what)
+        reason = self.library_reason() or self.case_reason(case)
+        return Declined(reason) if reason else True
 
     def library_reason(self) -> str | None:
         """Why the implementation cannot run here at all (library not installed, no GPU), or None."""

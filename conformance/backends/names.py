@@ -33,6 +33,8 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "onnxruntime": "conformance.backends.onnxruntime:OnnxRuntimeBackend",
     "onnxruntime-contrib": "conformance.backends.onnxruntime:OnnxRuntimeContribBackend",
     "onnx-reference": "conformance.backends.onnx_reference:OnnxReferenceBackend",
+    # ggml, the C kernels of llama.cpp, through the ggml-python bindings (conformance/backends/ggml.py)
+    "ggml": "conformance.backends.ggml:GgmlBackend",
 }
 
 #: The distributions each built-in backend runs on (their versions head every report; a user
@@ -59,4 +61,5 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "onnxruntime": ("onnx", "onnxruntime"),
     "onnxruntime-contrib": ("onnx", "onnxruntime"),
     "onnx-reference": ("onnx",),
+    "ggml": ("ggml-python",),
 }

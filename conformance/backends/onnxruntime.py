@@ -14,13 +14,14 @@ Two backends (``onnxruntime``, ``onnxruntime-contrib``), one single-node model e
   (docs/backends-onnx.md);
 - caches and the rotation are in the input dtype (``table_dtype="input"``), the cache values
   are exact (``angle_dtype="float64"``), the attention factor is folded into the caches;
-- positions are passed as ``position_ids`` unchanged, negative ones too (an exported model does
-  the same);
-- known discrepancies (``conformance/backends/xfail/onnxruntime*.txt``, docs/backends-onnx.md):
-  onnxruntime refuses negative position ids (``position_ids value -1 at index 0 is out of range
-  [0, rows)``) where ONNX's reference indexes the cache from its end, and it refuses a cache with
-  fewer rows than the sequence (``Updating cos_cache and sin_cache in RotaryEmbedding is not
-  currently supported``) even when every position is in range (packed sequences restarting at 0).
+- positions are passed as ``position_ids`` unchanged; onnxruntime refuses negative ones
+  (``position_ids value -1 at index 0 is out of range [0, rows)``, where ONNX's reference indexes
+  the cache from its end), so ``negative_positions`` is not declared: such cases are NOT_SUPPORTED;
+  positions past the cache rows roperef builds (``ROPEREF_MAX_CACHE_ROWS``) are ``max_position``;
+- known discrepancy (``conformance/backends/xfail/onnxruntime*.txt``, docs/backends-onnx.md):
+  onnxruntime refuses a cache with fewer rows than the sequence (``Updating cos_cache and sin_cache
+  in RotaryEmbedding is not currently supported``) even when every position is in range (packed
+  sequences restarting at 0).
   The contrib op's ``scale`` attribute has no effect on CPU and is not used.
 
 The libraries it wraps are imported lazily, inside the methods that use them: they are optional,
@@ -29,7 +30,7 @@ and importing this adapter needs none of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,9 +41,9 @@ from ..cases.case import GoldenCase
 from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .onnx_rotary import ONNX_DTYPES, apply_tables, contrib_model, forward_caches, from_operator_layout, standard_model, to_operator_layout
-from .torch_util import cache_rows_reason, missing
+from .torch_util import max_cache_rows, missing
 
-__all__ = ["OnnxRuntimeBackend", "OnnxRuntimeContribBackend", "onnx_capabilities"]
+__all__ = ["OnnxRuntimeBackend", "OnnxRuntimeContribBackend", "onnx_capabilities", "onnxruntime_capabilities"]
 
 
 def onnx_capabilities(notes: str) -> Capabilities:
@@ -59,6 +60,14 @@ def onnx_capabilities(notes: str) -> Capabilities:
     )
 
 
+def onnxruntime_capabilities(notes: str) -> Capabilities:
+    """:func:`onnx_capabilities` less what onnxruntime refuses: negative ``position_ids`` ("out of range
+    [0, rows)"; ONNX's reference wraps them), and positions past the cache rows roperef builds
+    (``ROPEREF_MAX_CACHE_ROWS``)."""
+    caps = onnx_capabilities(notes)
+    return replace(caps, features=caps.features - {"negative_positions"}, max_position=max_cache_rows() - 1)
+
+
 def _heads(x: np.ndarray) -> int:
     return int(x.shape[-2])
 
@@ -68,7 +77,7 @@ class OnnxRuntimeBackend(BaseBackend):
     """onnxruntime's CPU kernel of the opset-23 ``RotaryEmbedding``."""
 
     name: str = "onnxruntime"
-    capabilities: Capabilities = field(default_factory=lambda: onnx_capabilities(
+    capabilities: Capabilities = field(default_factory=lambda: onnxruntime_capabilities(
         "onnxruntime CPUExecutionProvider, opset-23 RotaryEmbedding; caches = roperef's exact cos/sin in the input dtype"))
     libraries: tuple[str, ...] = ("onnx", "onnxruntime")
     contrib: bool = False
@@ -83,8 +92,6 @@ class OnnxRuntimeBackend(BaseBackend):
             reason = self._dtype_reason("bfloat16")
             if reason:
                 return reason
-        if case.stage == "forward":
-            return cache_rows_reason(case.positions)
         return None
 
     # ---- sessions ------------------------------------------------------------------------------
@@ -154,7 +161,7 @@ class OnnxRuntimeContribBackend(OnnxRuntimeBackend):
     """onnxruntime's CPU kernel of ``com.microsoft.RotaryEmbedding`` (``scale`` left at 1: it has no effect on CPU)."""
 
     name: str = "onnxruntime-contrib"
-    capabilities: Capabilities = field(default_factory=lambda: onnx_capabilities(
+    capabilities: Capabilities = field(default_factory=lambda: onnxruntime_capabilities(
         "onnxruntime CPUExecutionProvider, com.microsoft.RotaryEmbedding (num_heads set, scale unused); "
         "caches = roperef's exact cos/sin in the input dtype"))
     contrib: bool = True

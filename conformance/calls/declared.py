@@ -1,13 +1,14 @@
 """What a backend declares it can run: its capabilities, with the stages it really implements.
 
 A leaf module. The runner uses :func:`declaration_gap` to tell an inconsistent declaration
-(the backend declines, or lacks the stage for, a case its capabilities declare) from an honest
-NOT_SUPPORTED; the case generator and the coverage section use :class:`Interface`.
+(the backend declines, or lacks the stage for, a case its capabilities declare, without the
+:meth:`~conformance.backends.base.BaseBackend.case_reason` / ``library_reason`` channel made for
+declining) from an honest NOT_SUPPORTED; the case generator and the coverage section use :class:`Interface`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..backends.base import backend_stages
@@ -28,6 +29,8 @@ def undeclared(iface: Any, case: GoldenCase) -> str | None:
     if out is None:
         return None
     kind, what = out
+    if kind in ("max_position", "shared_tables"):
+        return what
     return f"feature(s) {what}" if kind == "features" else f"{kind} {what}"
 
 @dataclass(frozen=True)
@@ -42,14 +45,17 @@ class Interface:
     angle_dtype: str
     table_dtype: str
     declared_stages: frozenset[str] = frozenset()
+    max_position: int | None = None
+    shared_tables: bool = False
 
     @classmethod
     def of(cls, backend: Any) -> Interface:
         caps = backend.capabilities
         declared = frozenset(getattr(caps, "stages", ()))
+        limit = getattr(caps, "max_position", None)
         return cls(declared & backend_stages(backend), frozenset(caps.pairings), frozenset(caps.dtypes),
                    frozenset(caps.scaling_types), frozenset(caps.features), str(caps.angle_dtype), str(caps.table_dtype),
-                   declared)
+                   declared, None if limit is None else int(limit), bool(getattr(caps, "shared_tables", False)))
 
     def declares(self, case: GoldenCase) -> str | None:
         """None if the declared capabilities cover ``case``, else what is missing."""
@@ -67,6 +73,5 @@ def declaration_gap(backend: Any, case: GoldenCase) -> str | None:
     except (AttributeError, TypeError):
         return "no capabilities"
     if case.stage in iface.declared_stages and case.stage not in iface.stages:
-        iface = Interface(iface.stages | {case.stage}, iface.pairings, iface.dtypes, iface.scaling_types,
-                          iface.features, iface.angle_dtype, iface.table_dtype, iface.declared_stages)
+        iface = replace(iface, stages=iface.stages | {case.stage})
     return iface.declares(case)

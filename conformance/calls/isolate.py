@@ -65,8 +65,14 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
         conn.send(("fatal", describe_exception("loading the backend", exc)))
         return
     try:
+        probe = getattr(backend, "library_reason", None)
+        try:
+            unavailable = probe() if callable(probe) else None
+        except Exception as exc:
+            unavailable = describe_exception("library_reason()", exc)
         conn.send(("ready", {"name": str(getattr(backend, "name", selector)), "capabilities": backend.capabilities,
-                             "stages": sorted(backend_stages(backend))}))
+                             "stages": sorted(backend_stages(backend)),
+                             "library_reason": str(unavailable) if unavailable else None}))
     except Exception as exc:
         conn.send(("fatal", f"cannot send the backend's capabilities to the judge ({type(exc).__name__}: {exc})"))
         return
@@ -203,9 +209,12 @@ class Worker:
 
 @dataclass
 class IsolatedBackend:
-    """What the judge knows of a backend that lives in worker processes: its name and capabilities.
+    """What the judge knows of a backend that lives in worker processes: its name, capabilities and
+    ``library_reason()``, and its ``supports(case)``, asked of a worker (the case planner and explore
+    ask it before the run, so that ``--isolate`` judges the same cases as a run in process).
 
-    ``take_worker()`` hands the worker that loaded it to the runner once (it serves the first job slot).
+    ``take_worker()`` hands the worker that loaded it to the runner once (it serves the first job slot);
+    ``supports`` asked after that starts a worker of its own, ended by :meth:`close`.
     """
 
     name: str
@@ -213,10 +222,34 @@ class IsolatedBackend:
     selector: str
     implemented_stages: frozenset[str] = frozenset()  # the stage methods the real backend has
     spare: Worker | None = field(default=None, repr=False)
+    unavailable: str | None = None  # the real backend's library_reason()
+    timeout: float | None = None  # the time limit of the workers it starts
+    stop: StopFlag | None = field(default=None, repr=False)
+    _asker: Worker | None = field(default=None, repr=False)
 
     def take_worker(self) -> Worker | None:
         worker, self.spare = self.spare, None
         return worker
+
+    def library_reason(self) -> str | None:
+        return self.unavailable
+
+    def supports(self, case: GoldenCase) -> Any:
+        """The real backend's ``supports(case)``, answered by a worker process (StageError if it raised,
+        crashed or timed out there)."""
+        worker = self.spare
+        if worker is None:
+            if self._asker is None:
+                self._asker = Worker(self.selector, self.timeout, self.stop)
+            worker = self._asker
+        return worker.supports(case)
+
+    def close(self) -> None:
+        """End the workers this object still holds (the spare one, and the one ``supports`` started)."""
+        for worker in (self.spare, self._asker):
+            if worker is not None:
+                worker.close()
+        self.spare = self._asker = None
 
 
 def load_isolated(selector: str, timeout: float | None, stop: StopFlag | None = None) -> IsolatedBackend:
@@ -224,4 +257,5 @@ def load_isolated(selector: str, timeout: float | None, stop: StopFlag | None = 
     worker = Worker(selector, timeout, stop)
     info = worker.start()
     return IsolatedBackend(name=info["name"], capabilities=info["capabilities"], selector=selector,
-                           implemented_stages=frozenset(info.get("stages", ())), spare=worker)
+                           implemented_stages=frozenset(info.get("stages", ())), spare=worker,
+                           unavailable=info.get("library_reason"), timeout=timeout, stop=stop)

@@ -35,13 +35,15 @@ from ..interrupt import POLL_S, StopFlag
 
 __all__ = [
     "DEFAULT_TIMEOUT_S", "StageError", "Interrupted", "CallThread", "describe_exception", "TIMED_OUT", "call_stage",
-    "supports_reason",
+    "supports_reason", "SUPPORTS_RAISED",
 ]
 
 #: the default time limit of one backend call (seconds), in process and in worker processes
 DEFAULT_TIMEOUT_S = 60.0
 #: the start of every time-out message (the runner counts consecutive time-outs by it)
 TIMED_OUT = "timed out after"
+#: the start of :func:`supports_reason`'s text when ``supports()`` raised instead of answering
+SUPPORTS_RAISED = "supports() raised"
 
 
 class StageError(Exception):

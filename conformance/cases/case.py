@@ -241,8 +241,9 @@ def case_features(case: GoldenCase) -> frozenset[str]:
 
 def outside_interface(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
     """The first thing ``case`` needs that an interface (any object with ``stages``, ``pairings``, ``dtypes``,
-    ``scaling_types`` and ``features`` collections) does not declare, as ``(kind, what)``: ``("stage",
-    "backward")``, ``("pairing", ...)``, ``("dtype", ...)``, ``("scaling", ...)`` or ``("features", "a, b")``;
+    ``scaling_types`` and ``features`` collections, and optionally ``max_position`` and ``shared_tables``)
+    does not declare, as ``(kind, what)``: ``("stage", "backward")``, ``("pairing", ...)``, ``("dtype", ...)``,
+    ``("scaling", ...)``, ``("features", "a, b")``, ``("max_position", ...)`` or ``("shared_tables", ...)``;
     None when the case is inside."""
     for kind, value, declared in (("stage", case.stage, iface.stages), ("pairing", case.spec.pairing, iface.pairings),
                                   ("dtype", case.dtype, iface.dtypes),
@@ -250,4 +251,22 @@ def outside_interface(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
         if value not in declared:
             return kind, value
     missing = sorted(case_features(case) - iface.features)
-    return ("features", ", ".join(missing)) if missing else None
+    if missing:
+        return "features", ", ".join(missing)
+    return _outside_limits(iface, case)
+
+
+def _outside_limits(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
+    """The limits an interface may state beyond its collections (``max_position``, ``shared_tables``;
+    absent attributes mean no limit): ``("max_position", ...)`` when a position exceeds the largest it
+    takes, ``("shared_tables", ...)`` when an apply case's batch rows have different cos/sin tables."""
+    limit = getattr(iface, "max_position", None)
+    pos = case.positions
+    if limit is not None and pos is not None and pos.size and int(pos.max()) > int(limit):
+        return "max_position", f"position {int(pos.max())} beyond the largest it takes ({int(limit)})"
+    if getattr(iface, "shared_tables", False) and case.stage == "apply":
+        cos, sin = case.arrays.get("cos"), case.arrays.get("sin")
+        if cos is not None and sin is not None and cos.ndim >= 3 and cos.shape[0] > 1 and (
+                (cos != cos[:1]).any() or (sin != sin[:1]).any()):
+            return "shared_tables", "cos/sin tables that differ between batch rows (it takes one table for the batch)"
+    return None

@@ -27,6 +27,7 @@ case of a class is declined, one declined case is kept so the report says so.
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ from ..bugs.catalogue import CATALOGUE
 from ..bugs.facts import case_facts
 from ..bugs.model import BugClass
 from ..calls.declared import Interface
-from ..calls.stage_call import supports_reason
+from ..calls.stage_call import SUPPORTS_RAISED, supports_reason
 from ..cases.case import GoldenCase, case_family, numpy_dtype, shape_tag
 from ..error_model.tolerance import position_rows
 from ..vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
@@ -70,11 +71,17 @@ class GenCase:
 
 @dataclass
 class Plan:
-    """The generated cases and, per bug class, whether the interface can express it (None) or why not."""
+    """The generated cases and, per bug class, whether the interface can express it (None) or why not.
+
+    ``refused``: every ``supports()`` reason given while planning (a declared candidate the backend
+    declined), with its count; the coverage section reports them, so that a backend that declines
+    what it declares (or a stand-in that cannot answer) is not shown as fully covered. A candidate
+    whose ``supports()`` *raised* is kept, so the run asks again and reports the ERROR."""
 
     cases: list[GenCase] = field(default_factory=list)
     expressible: dict[str, str | None] = field(default_factory=dict)
     declined: dict[str, list[str]] = field(default_factory=dict)  # class -> supports() reasons
+    refused: Counter[str] = field(default_factory=Counter)
 
 
 def _fits(spec_kind: str, regime: Regime) -> bool:
@@ -96,7 +103,8 @@ def _shape(stage: str, spec: RopeSpec, regime: Regime) -> tuple[int, ...]:
 
 
 def light_case(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
-    """A GoldenCase with the right positions and shapes, zero inputs and placeholder outputs."""
+    """A GoldenCase with the right positions and shapes, zero inputs and placeholder outputs (an apply
+    case's placeholder tables differ between batch rows where its positions do)."""
     arrays: dict[str, np.ndarray] = {}
     shape = _shape(stage, spec, regime)
     if stage == "inv_freq":
@@ -109,7 +117,9 @@ def light_case(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Reg
     else:
         x = np.zeros(shape)
         if stage == "apply":
-            arrays.update(x=x, cos=np.zeros((*shape[:-2], spec.n_pairs)), sin=np.zeros((*shape[:-2], spec.n_pairs)), y=x)
+            # placeholder tables equal between batch rows exactly where the positions are (shared_tables)
+            table = np.broadcast_to(np.asarray(regime.positions, dtype=np.float64)[..., None], (*shape[:-2], spec.n_pairs))
+            arrays.update(x=x, cos=table.copy(), sin=table.copy(), y=x)
         else:
             arrays.update({"x" if stage == "forward" else "grad": x, "positions": regime.positions,
                            "y" if stage == "forward" else "grad_x": x})
@@ -170,6 +180,17 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
     def add(g: GenCase) -> None:
         seen.setdefault(g.id, g)
 
+    def refusal(g: GenCase) -> str | None:
+        """The backend's reason for declining ``g`` (counted), or None when it takes it; a supports()
+        that raised counts as taken: the run asks again and reports the ERROR."""
+        if not ask_backend:
+            return None
+        reason = supports_reason(backend, g.light)
+        if reason is None or reason.startswith(SUPPORTS_RAISED):
+            return None
+        plan.refused[reason] += 1
+        return reason
+
     # regime coverage (default spec)
     for stage in STAGES:
         if stage not in iface.stages or stage in ("inv_freq", "apply"):
@@ -178,7 +199,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
         for i, name in enumerate(COVERAGE_REGIMES):
             for j, dt in enumerate(dts if stage == "forward" else dts[i % max(len(dts), 1):][:1]):
                 g = _make(stage, "default", pairings[(i + j) % len(pairings)], dt, REGIMES[name])
-                if g is not None and iface.declares(g.light) is None and (not ask_backend or supports_reason(backend, g.light) is None):
+                if g is not None and iface.declares(g.light) is None and refusal(g) is None:
                     add(g)
     # both sides of every length switch (longrope: seq_len below, at and past L0; dynamic: at and past M)
     for stage in STAGES:
@@ -190,7 +211,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                 continue
             for i, name in enumerate(names):
                 g = _make(stage, variant, pairings[i % len(pairings)], dts[i % len(dts)], REGIMES[name])
-                if g is not None and iface.declares(g.light) is None and (not ask_backend or supports_reason(backend, g.light) is None):
+                if g is not None and iface.declares(g.light) is None and refusal(g) is None:
                     add(g)
     # class coverage
     for k, cls in enumerate(CATALOGUE):
@@ -223,7 +244,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
                             continue
                         if not cls.occurs_in(g.light) or not cls.exposed(case_facts(g.light, iface.precision(dt))):
                             continue
-                        reason = supports_reason(backend, g.light) if ask_backend else None
+                        reason = refusal(g)
                         if reason is not None:
                             declined.append((g, reason))
                             continue

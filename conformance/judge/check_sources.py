@@ -2,7 +2,9 @@
 backend's interface; and the sections added to its report (coverage, run-level verdict).
 
 Generated cases (:mod:`conformance.generated.plan`) obey ``--filter`` and ``--dtype`` like the
-goldens; a generated id equal to a golden id is skipped (the golden wins).
+goldens; a generated id equal to a golden id is skipped (the golden wins). :func:`check_cases` is
+the one selection every route uses (``roperef check`` with or without ``--isolate``/``--timeout``/
+``--jobs``, ``assert_rope_conforms``, the pytest plugin), so they judge the same case ids.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from typing import Any
 
 from ..cases.case import GoldenCase
 from ..generated.plan import Plan, materialize_all, plan_cases
+from ..golden.case_source import CaseSource, load_cases
 from ..selection import select
+from ..usage_error import UsageError
 from .coverage import coverage
 from .runner import RunReport
 from .verdict import run_verdict
 
-__all__ = ["with_generated", "attach_sections"]
+__all__ = ["with_generated", "attach_sections", "check_cases"]
 
 
 def with_generated(cases: Sequence[GoldenCase], backend: Any, filters: Sequence[str], dtypes: Sequence[str]) -> tuple[list[GoldenCase], int, Plan]:
@@ -39,7 +43,29 @@ def with_generated(cases: Sequence[GoldenCase], backend: Any, filters: Sequence[
     return out, len(generated), plan
 
 
+def check_cases(backend: Any, golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = (), *,
+                goldens_only: bool = False, generated_only: bool = False) -> tuple[CaseSource, Plan | None]:
+    """The cases ``roperef check`` judges for ``backend``: the selected goldens plus the cases generated
+    for its interface (``goldens_only`` / ``generated_only`` keep one source), and the generation plan
+    (None with ``goldens_only``) for the coverage. UsageError when nothing at all is selected."""
+    filters = list(filters)
+    try:
+        if generated_only:
+            source = CaseSource([], {"tier": tier, "directory": None, "selected": 0})
+        else:
+            source = load_cases(golden, tier, filters, dtypes, allow_empty=not goldens_only)
+        if goldens_only:
+            return source, None
+        cases, n_gen, plan = with_generated(source.cases, backend, filters, dtypes)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if not cases:
+        raise UsageError(f"no case matches the selection (goldens and cases generated for {getattr(backend, 'name', 'the backend')})")
+    return CaseSource(cases, dict(source.info, generated=n_gen, selected=len(cases))), plan
+
+
 def attach_sections(report: RunReport, cases: Sequence[GoldenCase], backend: Any, plan: Plan | None) -> None:
     """Set ``report.coverage`` and ``report.verdict``."""
-    report.coverage = coverage(report, cases, backend, plan.expressible if plan is not None else None)
+    report.coverage = coverage(report, cases, backend, plan.expressible if plan is not None else None,
+                               plan.refused if plan is not None else None)
     report.verdict = run_verdict(report, cases)

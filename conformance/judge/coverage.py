@@ -11,7 +11,10 @@ For every class of the catalogue (:mod:`conformance.bugs.catalogue`):
   declaration), every exposing case was an ERROR, or no selected case exposes it (a filter,
   ``--goldens-only``).
 
-Also the NOT_SUPPORTED reasons with their counts. The fraction ``judged / expressible`` is the
+Also the NOT_SUPPORTED reasons with their counts, and the reasons the backend gave for declining
+declared candidates while the generated cases were planned (``planning_declined``: such a candidate
+is replaced by another where one exists, so the cases judged are fewer than the interface declares;
+the line says so instead of a silent 100%). The fraction ``judged / expressible`` is the
 number docs/backends.md shows per backend.
 """
 
@@ -37,8 +40,11 @@ def _budget(r: Any) -> float | None:
 
 
 def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
-             expressible: Mapping[str, str | None] | None = None) -> dict[str, Any]:
-    """The coverage section of a run (JSON-ready; see the module docstring)."""
+             expressible: Mapping[str, str | None] | None = None,
+             refused: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The coverage section of a run (JSON-ready; see the module docstring). ``refused``: the
+    ``supports()`` reasons the backend gave while the generated cases were planned, with counts
+    (:attr:`conformance.generated.plan.Plan.refused`)."""
     by_id = {c.id: c for c in cases}
     try:
         iface: Interface | None = Interface.of(backend)
@@ -96,4 +102,5 @@ def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
         "fraction": (sum(r["judged"] for r in rows if r["id"] in expressible_ids) / len(expressible_ids)) if expressible_ids else None,
         "not_supported": [{"reason": m, "count": n} for m, n in sorted(unsupported.items(), key=lambda kv: (-kv[1], kv[0]))],
         "inconsistent": sum(n for m, n in unsupported.items() if m.startswith(INCONSISTENT)),
+        "planning_declined": [{"reason": m, "count": n} for m, n in sorted((refused or {}).items(), key=lambda kv: (-kv[1], kv[0]))],
     }

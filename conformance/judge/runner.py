@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import backend_stages, declaration_notes
+from ..backends.base import Declined, backend_stages, declaration_notes
 from ..calls.declared import INCONSISTENT, declaration_gap
 from ..calls.isolate import Worker
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
@@ -127,6 +127,8 @@ class RunReport:
     #: parallel jobs actually used (``options.jobs`` capped by the core count)
     jobs: int = 1
     coverage: dict[str, Any] | None = None  # conformance.judge.coverage (set by the CLI)
+    #: the expected-failure list applied (its file), None when none was
+    xfail_source: str | None = None
     verdict: dict[str, Any] | None = None  # conformance.judge.verdict, the run-level diagnosis
 
     def counts(self) -> dict[str, int]:
@@ -335,7 +337,8 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
         res.message = str(exc)
     if verdict is not None and verdict is not True:
         res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
-        if declaration_gap(backend, case) is None and not _unavailable(backend):
+        # a reason from case_reason()/library_reason() (Declined) is a decline, whatever was declared
+        if not isinstance(verdict, Declined) and declaration_gap(backend, case) is None and not _unavailable(backend):
             res.message = f"{INCONSISTENT}: {res.message}"
     elif verdict is True and not callable(getattr(backend, "call_case", None)) and case.stage not in backend_stages(backend):
         res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
@@ -500,6 +503,7 @@ def run_cases(
     )
     if options.xfail is not None:
         report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in done])
+        report.xfail_source = options.xfail.source
     return report
 
 

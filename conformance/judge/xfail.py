@@ -12,21 +12,27 @@ selected case, or whose every match passed, are reported as stale.
 
 The built-in backends' files are ``conformance/backends/xfail/<backend name>.txt``, named exactly
 after the backend (``mlx-lm.txt`` for ``mlx-lm``): :func:`xfail_path` is the one place that knows it.
+Every route that judges a built-in backend (``roperef check``, ``assert_rope_conforms``, the pytest
+plugin) applies its file by default (:func:`shipped_xfail`); ``--no-xfail`` / ``xfail=False`` /
+``--rope-no-xfail`` judge without it, ``--xfail FILE`` replaces it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from roperef.errors import bad
 from roperef.json_input import JSONInputError, read_text_file
 
 from ..backends.names import BUILTIN_BACKENDS
 
-__all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail", "xfail_path", "XFAIL_DIR"]
+__all__ = ["XfailEntry", "XfailList", "load_xfail", "parse_xfail", "xfail_path", "XFAIL_DIR", "builtin_name", "shipped_xfail",
+           "choose_xfail"]
 
 #: the folder of the built-in backends' expected-failure files
 XFAIL_DIR = Path(__file__).resolve().parents[1] / "backends" / "xfail"
@@ -96,7 +102,7 @@ def parse_xfail(text: str, source: str = "<xfail>") -> XfailList:
     return XfailList(tuple(entries), source)
 
 
-def load_xfail(path: str | Path) -> XfailList:
+def load_xfail(path: str | os.PathLike[str]) -> XfailList:
     p = Path(path)
     try:
         text = read_text_file(p, what="expected-failure file", max_bytes=16 * 2**20)
@@ -105,3 +111,39 @@ def load_xfail(path: str | Path) -> XfailList:
     except JSONInputError as exc:  # a FIFO, a directory, too large, not UTF-8
         bad("--xfail", str(p), str(exc).removeprefix(f"{p}: "))
     return parse_xfail(text, str(p))
+
+
+def builtin_name(backend: Any, selector: Any = None) -> str | None:
+    """The built-in short name ``backend`` was selected by, or None for any other backend.
+
+    ``selector`` a short name of :data:`~conformance.backends.names.BUILTIN_BACKENDS` is that name;
+    otherwise a backend object counts as built in when its ``name`` is a short name *and* it is an
+    instance of the very class that name selects (a user class that merely calls itself ``hf`` is not)."""
+    if isinstance(selector, str) and selector in BUILTIN_BACKENDS:
+        return selector
+    name = getattr(backend, "name", None)
+    if not isinstance(name, str) or name not in BUILTIN_BACKENDS:
+        return None
+    module, _, attr = BUILTIN_BACKENDS[name].partition(":")
+    cls = type(backend)
+    return name if (cls.__module__, cls.__qualname__) == (module, attr) else None
+
+
+def shipped_xfail(name: str | None) -> XfailList | None:
+    """The expected-failure list shipped for built-in backend ``name`` (None: not built in, or no file)."""
+    if name is None or name not in BUILTIN_BACKENDS:
+        return None
+    path = xfail_path(name)
+    if not path.is_file():
+        return None
+    listed = load_xfail(path)
+    return replace(listed, source=f"conformance/backends/xfail/{name}.txt (shipped with the {name} adapter; "
+                                  "--no-xfail judges without it)")
+
+
+def choose_xfail(given: str | os.PathLike[str] | None, use_shipped: bool, backend: Any, selector: Any = None) -> XfailList | None:
+    """The list a run applies: the file ``given`` (``--xfail``), else the shipped list of a built-in
+    backend unless ``use_shipped`` is False (``--no-xfail``), else none. ValueError on a bad file."""
+    if given:
+        return load_xfail(given)
+    return shipped_xfail(builtin_name(backend, selector)) if use_shipped else None

@@ -92,6 +92,9 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     elif golden:
         what = "your cases" if golden.get("tier") == "user" else "golden set"
         w(f"{what} {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
+    if report.xfail_source:
+        n = sum(r.xfail_reason is not None for r in report.results)
+        w(f"expected failures: {report.xfail_source} (matched {n} case(s))\n")
     for note in report.notes:
         w(f"note: {note}\n")
     head = f"{'family':<10}" + "".join(f"{s:>14}" for s in STATUSES) + f"{'worst budget':>14}\n"
@@ -132,6 +135,7 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
                     "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3),
                     "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs},
         "stale_xfails": report.stale_xfails,
+        "xfail": report.xfail_source,
         "coverage": report.coverage,
         "verdict": report.verdict,
         "results": [r.to_dict() for r in report.results],

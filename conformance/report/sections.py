@@ -20,7 +20,9 @@ __all__ = ["console_sections", "markdown_sections", "junit_sections", "write_ver
 def coverage_line(cov: dict[str, Any]) -> str:
     frac = cov.get("fraction")
     pct = f" ({100 * frac:.0f}% of the {cov['expressible']} the interface can express)" if frac is not None else ""
-    return f"coverage: {cov['judged']} of {cov['total']} bug classes judged{pct}"
+    refused = sum(e["count"] for e in cov.get("planning_declined") or [])
+    declined = f"; the backend declined {refused} declared generated case(s) while they were planned" if refused else ""
+    return f"coverage: {cov['judged']} of {cov['total']} bug classes judged{pct}{declined}"
 
 
 def _class_line(row: dict[str, Any]) -> str:
@@ -51,6 +53,14 @@ def console_sections(report: RunReport, out: TextIO, *, quiet: bool = False) -> 
                 w(f"  ... and {len(ns) - (8 if quiet else 20)} more reasons\n")
         if cov.get("inconsistent"):
             w(f"  ({cov['inconsistent']} declined although declared: an inconsistent declaration, not a failure)\n")
+        pd = cov.get("planning_declined") or []
+        if pd:
+            w(f"\ndeclined while the generated cases were planned ({sum(e['count'] for e in pd)} candidate(s) the "
+              "interface declares; another candidate replaced each where one exists):\n")
+            for e in pd[:8]:
+                w(f"  {e['count']:>5}  {e['reason']}\n")
+            if len(pd) > 8:
+                w(f"  ... and {len(pd) - 8} more reasons\n")
     v = report.verdict
     if v:
         w(f"\nrun-level diagnosis ({v['failing']} failing case(s)):\n")
