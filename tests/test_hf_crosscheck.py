@@ -39,9 +39,6 @@ NOT_AGREE = {
     "chatglm2-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
     "chatglm3-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
     "ling-plus": ("NOT_CHECKED", "bailing_moe (Ling) remote code; no in-library family"),
-    "unlimited-ocr": ("NOT_CHECKED", "model_type 'unlimited-ocr' (dash) is remote code transformers does not map"),
-    "dbrx-instruct": ("DIFFER", "transformers 5.24's DbrxConfig dropped attn_config.rope_theta and uses 10000; the "
-                                "checkpoint's published base is 500000 (roperef reads it)"),
     "ministral-3-3b-instruct-2512": ("DIFFER", "this copy's top-level model_type is the text type ministral3 with a "
                                                "text_config: transformers' Ministral3Config ignores text_config, "
                                                "roperef reads it (the architecture is Mistral3ForConditionalGeneration)"),
@@ -53,8 +50,6 @@ DEFAULTS_NOT_AGREE = {
     "dory": "its default dict lists 72 layer types for num_hidden_layers 36 (one per sub-block)",
     "glm4_moe": "no head_dim and hidden_size 4096 not divisible by 96 heads: roperef refuses, transformers floors",
     "qwen3_omni_moe_text": "no head_dim and hidden_size 2048 not divisible by 28 heads: roperef refuses",
-    "minimax_m3_vl_text": "rotary_dim 64 without partial_rotary_factor: transformers' class ignores rotary_dim "
-                          "(published MiniMax-M3 configs carry both and agree, see minimax-m3.json)",
     "qwen3_omni_moe_talker_text": "the default mrope_section does not sum to the default head's pairs",
     "qwen4_exp_text": "the default mrope_section does not sum to the default head's pairs",
     # the model's forward passes position_embeddings=None to some layers (a per-layer theta of 0, non-sliding

@@ -99,8 +99,10 @@ def layer_types(c: Level) -> tuple[str, ...]:
         names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
         return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
     # Bamba: attention at attn_layer_indices (null: none), Mamba elsewhere; LFM2: full_attn_idxs, convolution elsewhere
+    # (Bamba's layers_block_type: "attention" only at listed indices, so an absent list means none; LFM2 without
+    # full_attn_idxs keeps every layer full attention)
     for key, elsewhere in (("attn_layer_indices", "mamba"), ("full_attn_idxs", "conv")):
-        if key in c.data and reads_layer_index_key(c, key):
+        if (key in c.data or key == "attn_layer_indices") and reads_layer_index_key(c, key):
             at = set(c.int_list(key, minimum=0) or [])
             return tuple("full_attention" if i in at else elsewhere for i in range(n))
     rule = LAYER_PATTERNS.get(c.model_type)

@@ -189,6 +189,8 @@ _DEFAULTS: dict[str, Mapping[str, Any]] = {
     "deepseek_v4": _ro(head_dim=512, rope_theta=10000.0, compress_rope_theta=160000.0),
     "dots3_note_text": _ro(swa_rope_theta=50_000.0),
     "llama4_text": _ro(no_rope_layer_interval=4),
+    # configuration_mistral_large4.py: no_rope_layers built with kwargs.pop("no_rope_layer_interval", 4)
+    "mistral_large4_text": _ro(no_rope_layer_interval=4),
     "smollm3": _ro(no_rope_layer_interval=4),
     # configuration_recurrent_gemma.py: block_types default (recurrent, recurrent, attention), cycled over the
     # layers (published configs that spell it "_block_types" get this default in transformers 5.24)

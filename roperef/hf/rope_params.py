@@ -61,6 +61,8 @@ class Context:
     quirks: HFQuirks
     known: str  # "transformers", "remote" or "unknown"
     pairing_override: str | None = None
+    remote_code: tuple[str, ...] = ()  # the class names the config's auto_map points to
+    names_given: tuple[str, ...] = ()  # its architectures and auto_map class names
     assumed: list[Assumption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -125,6 +127,9 @@ def _rope_type(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks) -> 
 
 def _pairing(c: Level, ctx: Context) -> str:
     q = ctx.quirks
+    given = c.data.get("rope_interleave")
+    if given is not None and not isinstance(given, bool):
+        bad(c.key("rope_interleave"), given, "must be true or false", TypeError)
     if ctx.pairing_override is not None:
         return ctx.pairing_override
     mt = c.model_type
@@ -145,13 +150,20 @@ def _pairing(c: Level, ctx: Context) -> str:
     return base
 
 
-def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int) -> tuple[float | None, str | None]:
-    """``(rho, the key it came from)`` after checking that every width key the config gives agrees."""
+def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int,
+                 top_level: bool = True) -> tuple[float | None, str | None]:
+    """``(rho, the key it came from)`` after checking that every width key the config gives agrees.
+    ``top_level`` false: the entry was built as the config class builds it (:mod:`roperef.hf.class_rules`),
+    which already decided which keys outside it count, so only the entry is read."""
     found: list[tuple[str, Any, float]] = []  # (key, value as written, rho)
     if p.get("partial_rotary_factor") is not None:
         key = f"{where}.partial_rotary_factor"
         found.append((key, p["partial_rotary_factor"], number(key, p["partial_rotary_factor"])))
-    elif c.given("partial_rotary_factor"):
+    if not top_level:
+        if found and found[0][2] > 1:
+            bad(found[0][0], found[0][1], "must be in (0, 1]")
+        return (found[0][2], found[0][0]) if found else (None, None)
+    if not found and c.given("partial_rotary_factor"):
         found.append((c.key("partial_rotary_factor"), c.raw("partial_rotary_factor"), c.need_num("partial_rotary_factor")))
     if c.given("rotary_pct"):
         found.append((c.key("rotary_pct"), c.raw("rotary_pct"), c.need_num("rotary_pct")))
@@ -176,7 +188,8 @@ def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int) -> tuple
     return found[0][2], found[0][0]
 
 
-def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ctx: Context) -> tuple[int, int]:
+def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ctx: Context,
+            top_level: bool = True) -> tuple[int, int]:
     """``(rotary_dim, freq_dim)``: ``d = int(D*rho)`` when rho applies, ``rotary_dim = 2*ceil(d/2)``."""
     if kind == "proportional":
         return head, head
@@ -188,7 +201,8 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
             bad(c.key("rotary_dim"), d, f"must be <= head_dim={head}")
         return 2 * math.ceil(d / 2), d
     if c.has("qk_rope_head_dim"):  # MLA: D is the rope slice, which rotates whole; rho (V4) is of head_dim
-        rho, rho_key = _rho_sources(p, c, where, c.int_("head_dim") or head) if c.has("head_dim") else (None, None)
+        rho, rho_key = _rho_sources(p, c, where, c.int_("head_dim") or head, top_level) if c.has("head_dim") else (
+            None, None)
         full = c.int_("head_dim") if c.has("head_dim") else None
         if rho is not None and full is not None and int(full * rho) != head:
             bad(rho_key or "partial_rotary_factor", rho, f"disagrees with {c.key('qk_rope_head_dim')}={head}: "
@@ -196,7 +210,7 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
         if head % 2:
             bad(c.key("qk_rope_head_dim"), head, "must be even (pairs of channels rotate together)")
         return head, head
-    rho, rho_key = _rho_sources(p, c, where, head)
+    rho, rho_key = _rho_sources(p, c, where, head, top_level)
     honours = ctx.known != "transformers" or c.model_type in ctx.quirks.default_honours_partial_rotary
     if rho is not None and kind == "default" and not honours:
         ctx.note(f"{rho_key} not applied: transformers' {c.model_type} default RoPE init rotates the whole head")
@@ -214,13 +228,17 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
     return 2 * math.ceil(d / 2), d
 
 
-def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: float | None) -> float:
+def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: float | None,
+           top_level: bool = True) -> float:
     if c.model_type in ("gptj", "codegen") and ctx.quirks.gptj_theta is not None:
         return ctx.quirks.gptj_theta
     if p.get("rope_theta") is not None:
         return number(f"{where}.rope_theta", p["rope_theta"])
     if fallback is not None:
         return fallback
+    if not top_level:
+        bad(f"{where}.rope_theta", None, f"is required: transformers' {c.model_type} config class sets no theta for "
+            f"this config (its rotary module would fail); give it with --set {where}.rope_theta=VALUE")
     if c.model_type == "chatglm":
         return 10000.0 * c.need_num("rope_ratio")
     if c.given("rope_theta"):
@@ -320,27 +338,31 @@ def _mrope(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks) -> tupl
 
 
 def one_spec(p: Mapping[str, Any], c: Level, where: str, ctx: Context, *,
-             head: int | None = None, theta: float | None = None, extra: Mapping[str, Any] | None = None) -> RopeSpec:
+             head: int | None = None, theta: float | None = None, extra: Mapping[str, Any] | None = None,
+             from_class: bool = False) -> RopeSpec:
     """One RopeSpec from a flat rope-parameter dict ``p`` (may be empty) at config level ``c``.
 
     ``extra`` are parameters inherited from elsewhere (DeepSeek V4's compress entry takes the
-    ``rope_scaling`` dict); ``p`` wins over them.
+    ``rope_scaling`` dict); ``p`` wins over them. ``from_class``: ``p`` is an entry as the model type's
+    config class builds it (:func:`roperef.hf.class_rules.class_entries`): its theta and rotary fraction
+    are read from it alone, never from keys outside it.
     """
     if not isinstance(p, Mapping):
         bad(where, p, "must be a JSON object (dict) or null", TypeError)
     p = {**(extra or {}), **clean(p)}
     kind = _rope_type(p, c, where, ctx.quirks)
     head = head_dim(c, ctx.quirks) if head is None else head
-    rotary, freq = _widths(kind, p, c, head, where, ctx)
+    rotary, freq = _widths(kind, p, c, head, where, ctx, not from_class)
     rho = None
     if kind == "proportional":
-        rho_raw = p.get("partial_rotary_factor", c.raw("partial_rotary_factor"))
+        rho_raw = p.get("partial_rotary_factor") if from_class else p.get("partial_rotary_factor",
+                                                                          c.raw("partial_rotary_factor"))
         rho = None if rho_raw is None else number(f"{where}.partial_rotary_factor", rho_raw)
     section, layout = _mrope(p, c, where, ctx.quirks)
     pairing = _pairing(c, ctx)
     if pairing not in PAIRINGS:
         bad("pairing", pairing, f"expected one of {', '.join(PAIRINGS)}")
-    theta = _theta(p, c, where, ctx, theta)
+    theta = _theta(p, c, where, ctx, theta, not from_class)
     scaling = _scaling(kind, p, c, where, ctx.quirks, rho)
     try:
         return RopeSpec(head_dim=head, rotary_dim=rotary, freq_dim=freq, pairing=pairing, theta=theta,
