@@ -46,7 +46,7 @@ def render() -> str:
     quiet_transformers()
     warnings.filterwarnings("ignore")
     types = sorted(set(fam.ROPE_FAMILIES) | set(EXTRA_TYPES))
-    defaults, sections, switch_table, from_hidden, layer_typed = {}, {}, {}, [], []
+    defaults, sections, switch_table, from_hidden, layer_typed, layer_rules = {}, {}, {}, {}, [], {}
     for mt in types:
         found = class_probe.class_defaults(mt)
         if found:
@@ -57,17 +57,24 @@ def render() -> str:
         switched = class_probe.switches(mt)
         if switched:
             switch_table[mt] = switched
-        if class_probe.head_dim_from_hidden(mt):
-            from_hidden.append(mt)
+        factor = class_probe.head_dim_factor(mt)
+        if factor is not None:
+            from_hidden[mt] = factor
         if class_probe.has_layer_types(mt):
             layer_typed.append(mt)
+            rule = class_probe.layer_types_rule(mt)
+            if rule is not None and rule != (0, 0, "full_attention", "full_attention", 0, "full_attention", None):
+                layer_rules[mt] = rule
     readers = {key: sorted(mt for mt in types if class_probe.reads_key(mt, key)) for key in class_probe.SWITCH_KEYS}
-    fills = {}
+    fills, paths = {}, {}
     for wrapper, (text, _vision) in sorted(fam.WRAPPER_FAMILIES.items()):
         if text:
             found = class_probe.wrapper_text_fills(wrapper, text)
             if found:
                 fills[wrapper] = found
+        path = class_probe.text_path(wrapper)
+        if path is not None and path != ("text_config",):
+            paths[wrapper] = path
     classes = class_probe.model_classes()
     config_names = class_probe.config_class_names()
     lines = [
@@ -90,11 +97,20 @@ def render() -> str:
         "  switch it off, what any other value does)}: the model builds and applies its rotary embedding only then.",
         "- :data:`KEY_READERS`: generic switch key -> the RoPE model types whose modeling or configuration source",
         "  reads it (for any other model type transformers ignores the key).",
-        "- :data:`HEAD_DIM_FROM_HIDDEN`: model types whose class overwrites ``head_dim`` with",
-        "  ``hidden_size // num_attention_heads``.",
+        "- :data:`HEAD_DIM_FROM_HIDDEN`: model type -> (k, key, always): its class sets the head width (``key``) to",
+        "  ``k * hidden_size // num_attention_heads``: always (a width given under ``key`` is overwritten), or only",
+        "  when the config gives none (Zamba2: 2, ``attention_head_dim``).",
         "- :data:`LAYER_TYPED`: model types whose config class has a ``layer_types`` list (built when a config",
         "  gives none): only their ``rope_parameters`` can be nested by layer type.",
+        "- :data:`LAYER_TYPES_RULES`: model type -> the rule its class builds ``layer_types`` by when a config gives",
+        "  none, ``(period, offset, every, other, first_k, first, last)``: layer ``i`` is ``every`` where",
+        "  ``(i + offset) % period == 0`` (period 0: never), else ``other``; the first ``first_k`` layers are ``first``;",
+        "  the last is ``last`` (None: not forced). Fitted to what the class builds for 1..24 and 61 layers; a class",
+        "  no such rule reproduces has none (every layer full attention is not recorded either).",
         "- :data:`WRAPPER_TEXT_FILLS`: composite model type -> what it sets in a ``text_config`` it is given.",
+        "- :data:`TEXT_PATHS`: composite model type -> the sub-config keys down to its decoder text config, where",
+        "  that is not ``text_config`` (Qwen2.5-Omni ``thinker_config.text_config``, ColPali ``vlm_config.text_config``,",
+        "  Dia ``decoder_config``).",
         "- :data:`MODEL_CLASSES`: model type -> the class names transformers' auto mappings give it;",
         "  :data:`CONFIG_CLASS_NAMES`: model type -> its config class name; :data:`CLASS_OWNERS`: a class name several",
         "  model types map to -> the model types whose ``transformers.models`` folder defines it.",
@@ -128,9 +144,12 @@ def render() -> str:
     lines += _lines_dict("ROPE_SWITCHES", switch_table, ": Mapping[str, Mapping[str, tuple[Any, ...]]]")
     lines += ["KEY_READERS: Mapping[str, frozenset[str]] = _ro({"]
     lines += [f"    {key!r}: frozenset({tuple(mts)!r})," for key, mts in readers.items()]
-    lines += ["})", "", f"HEAD_DIM_FROM_HIDDEN = frozenset({tuple(from_hidden)!r})", ""]
+    lines += ["})", ""]
+    lines += _lines_dict("HEAD_DIM_FROM_HIDDEN", from_hidden, ": Mapping[str, tuple[int, str, bool]]")
     lines += [f"LAYER_TYPED = frozenset({tuple(layer_typed)!r})", ""]
+    lines += _lines_dict("LAYER_TYPES_RULES", layer_rules, ": Mapping[str, tuple[Any, ...]]")
     lines += _lines_dict("WRAPPER_TEXT_FILLS", fills, ": Mapping[str, Mapping[str, Any]]")
+    lines += _lines_dict("TEXT_PATHS", paths, ": Mapping[str, tuple[str, ...]]")
     lines += _lines_dict("MODEL_CLASSES", classes, ": Mapping[str, tuple[str, ...]]")
     lines += _lines_dict("CONFIG_CLASS_NAMES", config_names, ": Mapping[str, str]")
     lines += _lines_dict("CLASS_OWNERS", class_probe.class_owners(classes, config_names), ": Mapping[str, tuple[str, ...]]")

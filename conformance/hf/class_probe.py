@@ -20,7 +20,7 @@ key, and the attributes the rotary module reads are compared. For one model type
 - :func:`switches`: config keys the model reads to decide whether it builds and applies its rotary
   embedding at all (ESM ``position_embedding_type == "rotary"``, Zamba2 ``use_mem_rope``, Granite-4
   hybrid ``position_embedding_type == "rope"``), with the values that switch it on;
-- :func:`head_dim_from_hidden`: the class overwrites ``head_dim`` with ``hidden_size // num_attention_heads``;
+- :func:`head_dim_factor`: the class overwrites the head width with ``k * hidden_size // num_attention_heads``;
 - :func:`model_classes`: the class names transformers maps to each model type (for ``architectures`` and
   ``auto_map`` entries of a config whose ``model_type`` transformers does not know);
 - :func:`wrapper_text_fills`: what a composite class sets in a ``text_config`` it is given.
@@ -39,14 +39,14 @@ import math
 import os
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import source as hf_source
 from .truth import apply_function, modeling_modules, text_config_of, text_rotary_class
 
 __all__ = ["SWITCH_KEYS", "reads_key", "DEFAULT_KEYS", "LEGACY_CANDIDATES", "build", "rope_entries", "class_defaults", "rope_section",
-           "switches", "has_layer_types", "head_dim_from_hidden", "model_classes", "config_class_names", "class_owners", "wrapper_text_fills",
+           "switches", "has_layer_types", "head_dim_factor", "model_classes", "config_class_names", "class_owners", "wrapper_text_fills",
            "rope_applied"]
 
 #: Keys whose constant class default roperef takes when a config omits them (sizes, layer-pattern keys,
@@ -434,15 +434,40 @@ def has_layer_types(model_type: str) -> bool:
         return False
 
 
-def head_dim_from_hidden(model_type: str) -> bool:
-    """True when the class overwrites a given ``head_dim`` with ``hidden_size // num_attention_heads``."""
+def head_dim_factor(model_type: str) -> tuple[int, str, bool] | None:
+    """``(k, key, always)`` when the class sets its head width (the field ``head_dim`` maps to, ``key``) to
+    ``k * hidden_size // num_attention_heads`` by itself: ``always`` when it overwrites a width the config gives
+    under ``key``, else only when the config gives none and ``k`` is not 1 (Zamba2: ``attention_head_dim = 2 *
+    hidden_size // num_attention_heads``). None otherwise. Read at two hidden sizes, with a given width that fits
+    neither. (A ``head_dim`` key that is not the field is set after ``__post_init__``: it always wins.)"""
     try:
         cfg = build(model_type)
         hidden, heads = _get(cfg, "hidden_size"), _get(cfg, "num_attention_heads")
-        probe = build(model_type, head_dim=(hidden // heads) * 2)
     except Exception:
-        return False
-    return _get(probe, "head_dim") == hidden // heads
+        return None
+    if not isinstance(hidden, int) or not isinstance(heads, int) or not heads:
+        return None
+    aliases = getattr(config_class(model_type), "attribute_map", None) or {}
+    key = aliases.get("head_dim", "head_dim") if isinstance(aliases.get("head_dim", "head_dim"), str) else "head_dim"
+
+    def factor(given: Callable[[int], int] | None) -> int | None:
+        found = set()
+        for size in (hidden, 2 * hidden):
+            try:
+                probe = build(model_type, hidden_size=size, **({} if given is None else {key: given(size)}))
+            except Exception:
+                return None
+            got = _get(probe, key)
+            if not isinstance(got, int) or (given is not None and got == given(size)) or got % (size // heads):
+                return None
+            found.add(got // (size // heads))
+        return found.pop() if len(found) == 1 else None
+
+    forced = factor(lambda size: 3 * (size // heads) + 2)
+    if forced is not None:
+        return forced, key, True
+    derived = factor(None)
+    return (derived, key, False) if derived is not None and derived != 1 else None
 
 
 def rope_applied(model_type: str, cfg: Any) -> bool | None:
@@ -669,3 +694,81 @@ def wrapper_text_fills(wrapper: str, text_type: str) -> dict[str, Any]:
                 if a != b and a is not None:
                     out[f"rope:{label or ''}.{param}"] = _plain(a)
     return out
+
+
+def _layer_lists(model_type: str, counts: tuple[int, ...]) -> dict[int, tuple[str, ...]] | None:
+    out: dict[int, tuple[str, ...]] = {}
+    for n in counts:
+        try:
+            built = _get(build(model_type, num_hidden_layers=n), "layer_types")
+        except Exception:
+            return None
+        if not isinstance(built, (list, tuple)) or len(built) != n or not all(isinstance(t, str) for t in built):
+            return None
+        out[n] = tuple(built)
+    return out
+
+
+def _rule_types(rule: tuple[Any, ...], n: int) -> tuple[str, ...]:
+    period, offset, every, other, first_k, first, last = rule
+    out = [every if period and (i + offset) % period == 0 else other for i in range(n)]
+    for i in range(min(first_k, n)):
+        out[i] = first
+    if last is not None and n:
+        out[-1] = last
+    return tuple(out)
+
+
+def layer_types_rule(model_type: str) -> tuple[Any, ...] | None:
+    """The rule by which the class builds ``layer_types`` when a config gives none, fitted to what it builds for
+    1..24 layers (and 61): ``(period, offset, every, other, first_k, first, last)`` meaning layer ``i`` is
+    ``every`` where ``(i + offset) % period == 0`` (period 0: never), else ``other``; the first ``first_k``
+    layers are ``first``; the last layer is ``last`` (None: not forced). None when the class builds no list,
+    or none of these rules gives exactly what it builds (then no rule is recorded: roperef does not guess)."""
+    lists = _layer_lists(model_type, tuple(range(1, 25)) + (61,))
+    if not lists:
+        return None
+    names = sorted({t for built in lists.values() for t in built})
+    shapes: list[tuple[Any, ...]] = [(0, 0, a, a, 0, a, None) for a in names]
+    for period in range(2, 13):
+        for offset in range(period):
+            for every in names:
+                for other in names:
+                    if every != other:
+                        shapes.append((period, offset, every, other, 0, every, None))
+    candidates: list[tuple[Any, ...]] = []
+    for shape in shapes:
+        period, offset, every, other = shape[:4]
+        for first_k in range(0, 3):
+            for first in (names if first_k else [every]):
+                for last in [None, *names]:
+                    candidates.append((period, offset, every, other, first_k, first, last))
+    for rule in candidates:
+        if all(_rule_types(rule, n) == built for n, built in lists.items()):
+            return rule
+    return None
+
+
+def text_path(composite: str) -> tuple[str, ...] | None:
+    """The sub-config keys from ``composite``'s config down to the decoder text config transformers reads
+    (``get_text_config(decoder=True)``): ``("text_config",)`` mostly, ``("thinker_config", "text_config")`` for
+    Qwen2.5-Omni, ``("vlm_config", "text_config")`` for ColPali; None when it cannot be found."""
+    try:
+        cfg = build(composite)
+        target = cfg.get_text_config(decoder=True)
+    except Exception:
+        return None
+    if target is cfg:
+        return None
+    frontier: list[tuple[tuple[str, ...], Any]] = [((), cfg)]
+    for _depth in range(3):
+        nxt: list[tuple[tuple[str, ...], Any]] = []
+        for path, node in frontier:
+            for key in (getattr(type(node), "sub_configs", None) or {}):
+                child = _get(node, key)
+                if child is target:
+                    return (*path, key)
+                if child is not None and hasattr(type(child), "sub_configs"):
+                    nxt.append(((*path, key), child))
+        frontier = nxt
+    return None

@@ -17,11 +17,20 @@ class in memory (:mod:`conformance.hf.class_probe`); do not edit by hand
   switch it off, what any other value does)}: the model builds and applies its rotary embedding only then.
 - :data:`KEY_READERS`: generic switch key -> the RoPE model types whose modeling or configuration source
   reads it (for any other model type transformers ignores the key).
-- :data:`HEAD_DIM_FROM_HIDDEN`: model types whose class overwrites ``head_dim`` with
-  ``hidden_size // num_attention_heads``.
+- :data:`HEAD_DIM_FROM_HIDDEN`: model type -> (k, key, always): its class sets the head width (``key``) to
+  ``k * hidden_size // num_attention_heads``: always (a width given under ``key`` is overwritten), or only
+  when the config gives none (Zamba2: 2, ``attention_head_dim``).
 - :data:`LAYER_TYPED`: model types whose config class has a ``layer_types`` list (built when a config
   gives none): only their ``rope_parameters`` can be nested by layer type.
+- :data:`LAYER_TYPES_RULES`: model type -> the rule its class builds ``layer_types`` by when a config gives
+  none, ``(period, offset, every, other, first_k, first, last)``: layer ``i`` is ``every`` where
+  ``(i + offset) % period == 0`` (period 0: never), else ``other``; the first ``first_k`` layers are ``first``;
+  the last is ``last`` (None: not forced). Fitted to what the class builds for 1..24 and 61 layers; a class
+  no such rule reproduces has none (every layer full attention is not recorded either).
 - :data:`WRAPPER_TEXT_FILLS`: composite model type -> what it sets in a ``text_config`` it is given.
+- :data:`TEXT_PATHS`: composite model type -> the sub-config keys down to its decoder text config, where
+  that is not ``text_config`` (Qwen2.5-Omni ``thinker_config.text_config``, ColPali ``vlm_config.text_config``,
+  Dia ``decoder_config``).
 - :data:`MODEL_CLASSES`: model type -> the class names transformers' auto mappings give it;
   :data:`CONFIG_CLASS_NAMES`: model type -> its config class name; :data:`CLASS_OWNERS`: a class name several
   model types map to -> the model types whose ``transformers.models`` folder defines it.
@@ -1020,9 +1029,69 @@ KEY_READERS: Mapping[str, frozenset[str]] = _ro({
     'mla_use_nope': frozenset(()),
 })
 
-HEAD_DIM_FROM_HIDDEN = frozenset(('deepseek_ocr2_text', 'sarvam_mla', 'unlimited_ocr_text'))
+HEAD_DIM_FROM_HIDDEN: Mapping[str, tuple[int, str, bool]] = _ro({
+    'deepseek_ocr2_text': (1, 'head_dim', True),
+    'unlimited_ocr_text': (1, 'head_dim', True),
+    'zamba2': (2, 'attention_head_dim', False),
+})
 
 LAYER_TYPED = frozenset(('afmoe', 'axk2', 'bailing_hybrid', 'bamba', 'beam', 'cohere2', 'cohere2_moe', 'cwm', 'deepseek_ocr2_encoder', 'deepseek_v32', 'deepseek_v4', 'diffusion_gemma_text', 'dory', 'dots1', 'dots3_note_text', 'embedding_gemma2_text', 'exaone4', 'exaone_moe', 'falcon_h1', 'flint', 'gemma2', 'gemma3_text', 'gemma3n_text', 'gemma4_text', 'gemma4_unified_text', 'glm_moe_dsa', 'gpt_oss', 'granite_swa', 'granitemoe_swa', 'granitemoehybrid', 'hy_v4', 'hy_v4_vl_text', 'kolibri1', 'laguna', 'lara_mini', 'lfm2', 'lfm3', 'llama4_text', 'mellum', 'mimo_v2_flash', 'minimax', 'minimax_m3_vl_text', 'ministral', 'mistral_large4_text', 'modernbert', 'modernbert-decoder', 'muse_glimmer_assistant', 'muse_glimmer_text', 'muse_spark_text', 'neomme', 'olmo3', 'olmo_hybrid', 'qwen2', 'qwen2_5_omni_talker', 'qwen2_5_omni_text', 'qwen2_5_vl_text', 'qwen2_moe', 'qwen2_vl_text', 'qwen3', 'qwen3_5_moe_text', 'qwen3_5_text', 'qwen3_next', 'qwen3_omni_moe_talker_code_predictor', 'qwen4_exp_text', 'recurrent_gemma', 'smollm3', 'step3p5', 't5_gemma_module', 't5gemma2_decoder', 't5gemma2_text', 'ultrabert', 'unlimited_ocr_text', 'vaultgemma', 'zamba2', 'zaya'))
+
+LAYER_TYPES_RULES: Mapping[str, tuple[Any, ...]] = _ro({
+    'afmoe': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'axk2': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'bailing_hybrid': (6, 1, 'full_attention', 'linear_attention', 0, 'full_attention', None),
+    'bamba': (0, 0, 'linear_attention', 'linear_attention', 0, 'linear_attention', None),
+    'beam': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'cohere2': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'cohere2_moe': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'cwm': (4, 0, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'deepseek_v32': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'deepseek_v4': (2, 0, 'heavily_compressed_attention', 'compressed_sparse_attention', 2, 'heavily_compressed_attention', None),
+    'diffusion_gemma_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'dory': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'dots3_note_text': (4, 3, 'indexed_attention', 'sliding_attention', 1, 'indexed_attention', None),
+    'embedding_gemma2_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'exaone4': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'exaone_moe': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'falcon_h1': (0, 0, 'hybrid', 'hybrid', 0, 'hybrid', None),
+    'flint': (4, 3, 'full_attention', 'sliding_attention', 1, 'full_attention', 'full_attention'),
+    'gemma2': (2, 0, 'sliding_attention', 'full_attention', 0, 'sliding_attention', None),
+    'gemma3_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'gemma3n_text': (5, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'gemma4_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'gemma4_unified_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'glm_moe_dsa': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'gpt_oss': (2, 0, 'sliding_attention', 'full_attention', 0, 'sliding_attention', None),
+    'granite_swa': (4, 0, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'granitemoe_swa': (4, 0, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'granitemoehybrid': (0, 0, 'linear_attention', 'linear_attention', 0, 'linear_attention', None),
+    'hy_v4': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'hy_v4_vl_text': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'kolibri1': (5, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'llama4_text': (4, 1, 'full_attention', 'chunked_attention', 0, 'full_attention', None),
+    'mimo_v2_flash': (6, 1, 'full_attention', 'sliding_attention', 1, 'full_attention', None),
+    'minimax': (2, 0, 'full_attention', 'linear_attention', 0, 'full_attention', None),
+    'ministral': (0, 0, 'sliding_attention', 'sliding_attention', 0, 'sliding_attention', None),
+    'mistral_large4_text': (0, 0, 'indexed_attention', 'indexed_attention', 0, 'indexed_attention', None),
+    'modernbert': (3, 0, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'modernbert-decoder': (3, 0, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'muse_glimmer_assistant': (0, 0, 'sliding_attention', 'sliding_attention', 0, 'sliding_attention', None),
+    'neomme': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', 'full_attention'),
+    'olmo3': (4, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'qwen3_5_moe_text': (4, 1, 'full_attention', 'linear_attention', 0, 'full_attention', None),
+    'qwen3_5_text': (4, 1, 'full_attention', 'linear_attention', 0, 'full_attention', None),
+    'qwen3_next': (4, 1, 'full_attention', 'linear_attention', 0, 'full_attention', None),
+    'qwen4_exp_text': (4, 1, 'indexed_attention', 'linear_attention', 0, 'indexed_attention', None),
+    'recurrent_gemma': (3, 1, 'sliding_attention', 'linear_attention', 0, 'sliding_attention', None),
+    't5_gemma_module': (2, 0, 'sliding_attention', 'full_attention', 0, 'sliding_attention', None),
+    't5gemma2_decoder': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    't5gemma2_text': (6, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'ultrabert': (3, 1, 'full_attention', 'sliding_attention', 0, 'full_attention', None),
+    'unlimited_ocr_text': (0, 0, 'reference_sliding_attention', 'reference_sliding_attention', 0, 'reference_sliding_attention', None),
+    'vaultgemma': (2, 0, 'sliding_attention', 'full_attention', 0, 'sliding_attention', None),
+    'zaya': (0, 0, 'hybrid', 'hybrid', 0, 'hybrid', None),
+})
 
 WRAPPER_TEXT_FILLS: Mapping[str, Mapping[str, Any]] = _ro({
     'glmasr': {'hidden_size': 2048, 'num_attention_heads': 16, 'num_hidden_layers': 28, 'max_position_embeddings': 8192},
@@ -1031,6 +1100,23 @@ WRAPPER_TEXT_FILLS: Mapping[str, Mapping[str, Any]] = _ro({
     'pe_video': {'hidden_size': 1024, 'num_attention_heads': 16},
     'voxtral': {'hidden_size': 3072, 'num_hidden_layers': 30, 'max_position_embeddings': 131072, 'head_dim': 128, 'rope:.rope_theta': 100000000.0},
     'voxtral_realtime': {'hidden_size': 3072, 'num_hidden_layers': 26, 'sliding_window': 8192, 'head_dim': 128, 'rope:.rope_theta': 1000000.0},
+})
+
+TEXT_PATHS: Mapping[str, tuple[str, ...]] = _ro({
+    'canary': ('decoder_config',),
+    'colmodernvbert': ('vlm_config', 'text_config'),
+    'colpali': ('vlm_config', 'text_config'),
+    'colqwen2': ('vlm_config', 'text_config'),
+    'dia': ('decoder_config',),
+    'encoder-decoder': ('decoder',),
+    'musicgen': ('decoder',),
+    'musicgen_melody': ('decoder',),
+    'qwen2_5_omni': ('thinker_config', 'text_config'),
+    'qwen3_omni_moe': ('thinker_config', 'text_config'),
+    'speech-encoder-decoder': ('decoder',),
+    't5gemma': ('decoder',),
+    't5gemma2': ('decoder',),
+    'vision-encoder-decoder': ('decoder',),
 })
 
 MODEL_CLASSES: Mapping[str, tuple[str, ...]] = _ro({

@@ -127,14 +127,14 @@ class Level:
         """:meth:`num` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
         value = self.num(name, positive=positive)
         if value is None:
-            bad(self.key(name), None, "is required")
+            bad(self.key(name), None, f"is required: a value is missing; give it with --set {self.key(name)}=VALUE")
         return value
 
     def need_int(self, name: str, minimum: int = 1) -> int:
         """:meth:`int_` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
         value = self.int_(name, minimum=minimum)
         if value is None:
-            bad(self.key(name), None, "is required")
+            bad(self.key(name), None, f"is required: a value is missing; give it with --set {self.key(name)}=VALUE")
         return value
 
     def int_list(self, name: str, minimum: int = 0) -> list[int] | None:

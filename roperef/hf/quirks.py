@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from . import config_classes as cc
 from . import families as fam
 
 __all__ = ["HFQuirks", "MODEL_DEFAULTS", "REMOTE_FAMILIES", "VISION_FORMS_BY_TYPE", "RemoteFamily"]
@@ -130,8 +131,10 @@ class HFQuirks:
     - ``gptj_theta``: GPT-J / CodeGen hard-code theta 10000 and ignore ``rope_theta`` (``None``: read it).
     - ``pixtral_head_dim_from_hidden``: Pixtral vision head_dim is ``hidden_size // num_attention_heads``
       (the config's ``head_dim`` key is overwritten).
-    - ``head_dim_from_hidden``: model types whose config class overwrites ``head_dim`` with
-      ``hidden_size // num_attention_heads`` (RecurrentGemma, ``RecurrentGemmaConfig.__post_init__``).
+    - ``head_dim_from_hidden``: model type -> (k, key, always) for the config classes that set the head width
+      (``key``) to ``k * hidden_size // num_attention_heads`` themselves: always (a width given under ``key`` is
+      overwritten), or when the config gives none, where ``k`` is not 1 (generated,
+      :data:`roperef.hf.config_classes.HEAD_DIM_FROM_HIDDEN`: Zamba2's ``attention_head_dim``, k = 2).
     """
 
     default_honours_partial_rotary: frozenset[str] = fam.PARTIAL_IN_DEFAULT | _F({
@@ -156,7 +159,7 @@ class HFQuirks:
     zero_beta_is_unset: bool = True
     gptj_theta: float | None = 10000.0
     pixtral_head_dim_from_hidden: bool = True
-    head_dim_from_hidden: frozenset[str] = _F({"recurrent_gemma"})
+    head_dim_from_hidden: Mapping[str, tuple[int, str, bool]] = field(default_factory=lambda: cc.HEAD_DIM_FROM_HIDDEN)
 
 
 def _ro(**kw: Any) -> Mapping[str, Any]:

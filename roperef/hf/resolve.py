@@ -381,19 +381,27 @@ def _vision(c: Level, ctx: Context) -> RopeSpec:
         raise type(exc)(f"{exc} (config {c.path or 'vision_config.'})") from None
 
 
-def _thinker(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, list[str]]:
-    """Omni models (Qwen2.5-Omni, Qwen3-Omni): the text and vision configs sit in ``thinker_config``
-    (transformers' ``get_text_config`` returns ``thinker_config.get_text_config()``); the speech ``talker``
-    is a second decoder with its own RoPE, said in a note and not modelled."""
-    thinker = cfg.get("thinker_config")
-    if cfg.get("text_config") is not None or thinker is None:
-        return cfg, "", []
-    if not isinstance(thinker, Mapping):
-        bad("thinker_config", thinker, "must be a JSON object (dict)", TypeError)
-    notes = ["the text and vision configs are read from thinker_config (transformers' get_text_config)"]
-    if cfg.get("talker_config") is not None:
+def _descend(cfg: Mapping[str, Any], top_type: str) -> tuple[Mapping[str, Any], str, list[str], str]:
+    """``(the config level that holds the text config, its key prefix, notes, the text config's key)``.
+
+    Most composites keep it at ``text_config``; some one level down or under another key, as their class
+    says (:data:`roperef.hf.config_classes.TEXT_PATHS`, transformers' ``get_text_config``): Qwen2.5-Omni
+    ``thinker_config.text_config`` (the speech ``talker`` is a second decoder, said in a note, not modelled),
+    ColPali ``vlm_config.text_config``, Dia ``decoder_config``. A config that already has ``text_config`` at
+    the top, or lacks the path, is read as it is."""
+    path = cc.TEXT_PATHS.get(top_type)
+    if not path or cfg.get("text_config") is not None or cfg.get(path[0]) is None:
+        return cfg, "", [], "text_config"
+    node, prefix = cfg, ""
+    for key in path[:-1]:
+        sub = node.get(key)
+        if not isinstance(sub, Mapping):
+            bad(f"{prefix}{key}", sub, "must be a JSON object (dict)", TypeError)
+        node, prefix = sub, f"{prefix}{key}."
+    notes = [f"the text config is read from {prefix}{path[-1]} (transformers' get_text_config)"]
+    if prefix and cfg.get("talker_config") is not None:
         notes.append("talker_config (the speech decoder, its own RoPE) is not part of the spec: not modelled")
-    return thinker, "thinker_config.", notes
+    return node, prefix, notes, path[-1]
 
 
 def _by_class_names(top: Mapping[str, Any], text_type: str, path: str, pseudo: Mapping[str, Any],
@@ -430,20 +438,20 @@ def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any])
     """The :class:`ModelRope` of a parsed config (overrides already applied; ``pseudo``: pairing / rope)."""
     top = cfg
     top_type = model_type_of(cfg, "", "")
-    cfg, prefix, notes = _thinker(cfg)
+    cfg, prefix, notes, text_key = _descend(cfg, top_type)
     if prefix:
         top_type = model_type_of(cfg, prefix, top_type)
     default_text, default_vision = _wrapper_types(top_type)
-    if top_type in VISION_FORMS_BY_TYPE and cfg.get("text_config") is None:  # a vision tower on its own
+    if top_type in VISION_FORMS_BY_TYPE and cfg.get(text_key) is None:  # a vision tower on its own
         c = _level(cfg, "", top_type)
         ctx = Context(quirks, "transformers")
         return ModelRope(top_type, {"vision": _vision(c, ctx)})
-    text_cfg = cfg.get("text_config")
+    text_cfg = cfg.get(text_key)
     wrapper = top_type if text_cfg is not None and top_type in fam.WRAPPER_FAMILIES else None
     if text_cfg is not None:
         if not isinstance(text_cfg, Mapping):
-            bad(f"{prefix}text_config", text_cfg, "must be a JSON object (dict)", TypeError)
-        path = f"{prefix}text_config."
+            bad(f"{prefix}{text_key}", text_cfg, "must be a JSON object (dict)", TypeError)
+        path = f"{prefix}{text_key}."
         data: Mapping[str, Any] = text_cfg
         text_type = model_type_of(text_cfg, path, default_text or top_type)
     else:  # a wrapper's text keys may sit at the top level

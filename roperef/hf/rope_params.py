@@ -78,11 +78,19 @@ class Context:
 def head_dim(c: Level, quirks: HFQuirks) -> int:
     """D: ``qk_rope_head_dim`` (MLA; skipped when ``use_mla`` is false), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
     ``hidden_size // num_attention_heads`` (also ``n_embd // n_head``, vision ``embed_dim`` / ``num_heads``)."""
+    factor = None
+    rule = quirks.head_dim_from_hidden.get(c.model_type)
+    if rule is not None:  # the class sets its head width (key) to k * hidden_size // num_attention_heads itself
+        k, key, always = rule
+        literal = c.data.get("head_dim") is not None and key != "head_dim"  # set after __post_init__: it wins
+        if not literal and (always or c.data.get(key) is None):
+            factor = k
     for name in ("qk_rope_head_dim", "head_dim", "attention_head_dim", "kv_channels"):
         if name == "qk_rope_head_dim" and c.raw("use_mla") is False:
             continue  # an MLA-capable config with MLA off (Unlimited-OCR): the plain attention's head
-        if name == "head_dim" and ((c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden)
-                                   or c.model_type in quirks.head_dim_from_hidden):
+        if name != "qk_rope_head_dim" and factor is not None:
+            break  # the config class overwrites head_dim with factor * hidden_size // num_attention_heads
+        if name == "head_dim" and c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden:
             continue
         if c.has(name):
             return c.need_int(name)
@@ -91,11 +99,12 @@ def head_dim(c: Level, quirks: HFQuirks) -> int:
         hidden_name = "embed_dim"
     heads_name = next((n for n in ("num_attention_heads", "n_head", "num_heads", "n_heads") if c.has(n)), None)
     if hidden_name is None or heads_name is None:
-        bad(c.key("head_dim"), None, "is required (or hidden_size and num_attention_heads)")
+        bad(c.key("head_dim"), None, "is required (or hidden_size and num_attention_heads): a value is missing; give "
+            f"it with --set {c.key('head_dim')}=N")
     hidden, heads = c.need_int(hidden_name), c.need_int(heads_name)
     if hidden % heads:
         bad(c.key(hidden_name), hidden, f"must be divisible by {heads_name}={heads} when head_dim is absent")
-    return hidden // heads
+    return (factor or 1) * hidden // heads
 
 
 def _max_positions(c: Level) -> int | None:
@@ -282,13 +291,15 @@ def _scaling(kind: str, p: Mapping[str, Any], c: Level, where: str, quirks: HFQu
     if kind in _NEEDS_L0:
         l0 = _original_max(p, c, where, quirks, m)
         if l0 is None:
-            bad(f"{where}.original_max_position_embeddings", None, f"is required for rope_type '{kind}'")
+            bad(f"{where}.original_max_position_embeddings", None, f"is required for rope_type '{kind}': a value is "
+                f"missing; give it with --set {where}.original_max_position_embeddings=N")
         kw["original_max_position_embeddings"] = l0
     if kind in ("linear", "dynamic", "llama3", "yarn"):
         take("factor")
     if kind == "dynamic":
         if m is None:
-            bad(c.key("max_position_embeddings"), None, "is required for rope_type 'dynamic'")
+            bad(c.key("max_position_embeddings"), None, "is required for rope_type 'dynamic': a value is missing; give "
+                f"it with --set {c.key('max_position_embeddings')}=N")
         kw["max_position_embeddings"] = m
     elif kind == "ntk":
         kw["alpha"] = p.get("alpha")
