@@ -112,9 +112,9 @@ def rope_entries(cfg: Any) -> dict[str | None, dict[str, Any] | None] | None:
         nested = list(cfg.nested_rope_parameter_keys(rp)) if hasattr(cfg, "nested_rope_parameter_keys") else []
     except Exception:
         nested = []
-    if nested:
-        return {k: (dict(rp[k]) if isinstance(rp[k], Mapping) else None) for k in nested}
-    return {None: dict(rp)}
+    if nested:  # sorted: the order a class happens to build them in is no fact
+        return {k: (dict(sorted(rp[k].items())) if isinstance(rp[k], Mapping) else None) for k in sorted(nested)}
+    return {None: dict(sorted(rp.items()))}
 
 
 def _get(cfg: Any, name: str) -> Any:

@@ -37,7 +37,7 @@ from roperef.hf import families as fam
 
 from .crosscheck import cross_check
 
-__all__ = ["FamilyCheck", "published_style", "composite_style", "check_family", "families_to_check"]
+__all__ = ["FamilyCheck", "published_style", "composite_style", "check_family", "families_to_check", "same_as"]
 
 #: The sizes a checkpoint's config.json writes (a composite's text_config may leave them out).
 _SIZES = ("hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings", "head_dim")
@@ -139,10 +139,25 @@ def composite_style(composite: str) -> dict[str, Any] | None:
     return out
 
 
+def same_as() -> dict[str, str]:
+    """Composite -> the first composite (alphabetically) that roperef and transformers read the same way: same
+    text family, same path to its text config, same values the composite sets in it. Checking one of them
+    checks all (``roperef`` reads nothing else of a composite; transformers builds the same text class)."""
+    seen: dict[tuple[Any, ...], str] = {}
+    out: dict[str, str] = {}
+    for composite, (text, _vision) in sorted(fam.WRAPPER_FAMILIES.items()):
+        if text not in fam.ROPE_FAMILIES:
+            continue
+        key = (text, cc.TEXT_PATHS.get(composite, ("text_config",)),
+               tuple(sorted(cc.WRAPPER_TEXT_FILLS.get(composite, {}).items())))
+        out[composite] = seen.setdefault(key, composite)
+    return out
+
+
 def families_to_check() -> list[str]:
-    """Every RoPE family (``ROPE_FAMILIES``), then every composite whose text family is one."""
-    composites = [w for w, (text, _v) in fam.WRAPPER_FAMILIES.items() if text in fam.ROPE_FAMILIES]
-    return sorted(fam.ROPE_FAMILIES) + sorted(composites)
+    """Every RoPE family (``ROPE_FAMILIES``), then one composite per way of reading one (:func:`same_as`)."""
+    composites = sorted({first for first in same_as().values()})
+    return sorted(fam.ROPE_FAMILIES) + composites
 
 
 def check_family(model_type: str) -> FamilyCheck:

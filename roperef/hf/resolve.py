@@ -76,7 +76,7 @@ def _no_rope_reason(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> str | 
     mt, known = c.model_type, ctx.known
     if pseudo.get("rope") == "none":
         return "declared by the override rope=none"
-    if mt in fam.NO_ROPE_FAMILIES:
+    if mt in fam.NO_ROPE_FAMILIES and known != "unknown":  # (unknown: its remote code's keys, pairing given)
         extra = [k for k in _ROPE_KEYS if c.given(k)]
         if extra and ctx.remote_code:
             bad(c.key("model_type"), mt, f"RoPE in remote code roperef does not model: transformers "
