@@ -3,6 +3,7 @@ observed by building the class (:mod:`conformance.hf.class_probe`), for every mo
 
     python scripts/gen_hf_config_classes.py            # rewrite roperef/hf/config_classes.py
     python scripts/gen_hf_config_classes.py --check    # exit 1 if the checked-in file is not what this gives
+    python scripts/gen_hf_config_classes.py --doc docs/hf-configs.md   # the rules listed on the page, from the file
 
 For every RoPE family of ``roperef/hf/families.py`` (``ROPE_FAMILIES`` and the model types roperef reads by
 hand): the constant defaults of its size keys, how its class builds the RoPE entries (defaults, what it
@@ -156,10 +157,30 @@ def render() -> str:
     return "\n".join(lines)
 
 
+def update_doc(page: Path) -> bool:
+    """Rewrite the generated-rules section of ``page`` from the checked-in tables; True when it changed."""
+    from conformance.hf.rules_doc import BEGIN, END, rules_markdown
+
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{page}: no {BEGIN} ... {END} section")
+    head, rest = text.split(BEGIN, 1)
+    _old, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{rules_markdown()}\n{END}{tail}"
+    page.write_text(new)
+    return new != text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the checked-in file instead of writing")
+    parser.add_argument("--doc", type=Path, help="only rewrite the generated-rules section of this page (docs/hf-configs.md) "
+                                                 "from the checked-in tables (no transformers needed)")
     args = parser.parse_args(argv)
+    if args.doc is not None:
+        changed = update_doc(args.doc)
+        print(f"{args.doc}: {'updated' if changed else 'current'}")
+        return 0
     text = render()
     if args.check:
         same = OUT.exists() and OUT.read_text() == text

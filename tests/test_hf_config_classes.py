@@ -272,3 +272,13 @@ def test_config_classes_is_current():
     spec.loader.exec_module(script)
     text = script.render()
     assert (ROOT / "roperef" / "hf" / "config_classes.py").read_text() == text, "STALE: run scripts/gen_hf_config_classes.py"
+
+
+def test_docs_list_the_generated_rules():
+    """docs/hf-configs.md holds the rules of the checked-in tables (scripts/gen_hf_config_classes.py --doc)."""
+    from conformance.hf.rules_doc import BEGIN, END, rules_markdown
+
+    page = (ROOT / "docs" / "hf-configs.md").read_text()
+    section = page.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert section.strip() == rules_markdown().strip(), "STALE: run scripts/gen_hf_config_classes.py --doc docs/hf-configs.md"
+    assert "| bamba | (one entry) | default | 10000.0 | 0.5 |" in section  # the hard-coded 0.5 "for BC"

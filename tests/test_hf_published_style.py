@@ -78,3 +78,15 @@ def test_the_published_style_config_leaves_out_what_the_class_fills():
     assert llava is not None and set(llava["text_config"]) == {"model_type", "rope_theta"}  # sizes left to LlamaConfig
     omni = composite_style("qwen2_5_omni")
     assert omni is not None and omni["thinker_config"]["text_config"]["model_type"] == "qwen2_5_omni_text"
+
+
+def test_the_docs_table_lists_exactly_these_families_as_not_agreeing():
+    """docs/hf-configs.md's per-family table (scripts/cross_check_presets.py --update) says what this test says."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "hf-configs.md").read_text()
+    table = page.split("Every RoPE family from a minimal published-style config", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:] if line.startswith("| ")]
+    listed = {name.split(" (also")[0].strip(): verdict.strip() for name, verdict in rows}
+    assert set(listed) == set(families_to_check())
+    assert {mt: v for mt, v in listed.items() if v != "AGREE"} == {mt: v for mt, (v, _why) in PUBLISHED_NOT_AGREE.items()}
