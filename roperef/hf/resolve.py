@@ -4,14 +4,23 @@ The steps (docs/hf-configs.md has the full rules):
 
 1. Levels: the text part is ``text_config`` when the config has one, else the top level; a vision
    tower whose 2-D RoPE roperef models (:data:`~roperef.hf.quirks.VISION_FORMS_BY_TYPE`) adds ``vision``.
+   A composite whose text config sits elsewhere (Omni ``thinker_config.text_config``, ColPali
+   ``vlm_config.text_config``) is read there (:data:`~roperef.hf.config_classes.TEXT_PATHS`). A model type
+   transformers does not ship is read as the family its ``architectures`` / ``auto_map`` classes name
+   (:mod:`roperef.hf.unknown_types`); several families, or none while the pairing is not given, are refused.
 2. RoPE or not: an override ``rope=none``; a model type transformers ships without any rotary embedding
-   (:data:`~roperef.hf.families.NO_ROPE_FAMILIES`: BERT, GPT-2, Jamba, Nemotron-H, ...);
+   (:data:`~roperef.hf.families.NO_ROPE_FAMILIES`: BERT, GPT-2, Jamba, Nemotron-H, ...: "no RoPE in
+   transformers' code"; with RoPE keys and an ``auto_map`` to remote code, refused as "RoPE in remote code
+   roperef does not model"); the family's own switch keys (:func:`~roperef.hf.class_rules.switched_off`);
+   for remote-code and unknown model types, and transformers families whose source reads them:
    ``position_embedding_type`` other than ``rope``/``rotary``; ``alibi: true``; ``use_rope`` /
-   ``use_mem_rope: false``; ``mla_use_nope: true`` (Kimi-Linear: the MLA layers are NoPE, the linear
-   layers have none). A model type roperef does not know and whose config has no RoPE key is refused
-   (say ``rope=none`` or give the RoPE keys). A transformers RoPE form roperef does not model is refused.
-3. The RoPE entries: ``rope_scaling`` (wins, as in transformers) or ``rope_parameters``; nested by the
-   declared layer types (or the family's labels), else one entry, plus per-layer thetas:
+   ``use_mem_rope: false``; ``mla_use_nope: true``. A model type roperef does not know and whose config has
+   no RoPE key is refused (say ``rope=none`` or give the RoPE keys). A transformers RoPE form roperef does
+   not model is refused.
+3. The RoPE entries: for a transformers family, as its config class builds them
+   (:func:`~roperef.hf.class_rules.class_entries`); otherwise ``rope_scaling`` (wins, as in transformers) or
+   ``rope_parameters``; nested by the declared layer types (or the family's labels), else one entry, plus
+   per-layer thetas:
    ``rope_local_base_freq`` / ``swa_rope_theta`` (sliding layers: ``default`` at that base) and
    ``compress_rope_theta`` (DeepSeek V4: ``main`` = ``default`` at ``rope_theta`` for sliding layers,
    ``compress`` = the config's scaling at ``compress_rope_theta`` for compressed layers, YaRN attention
