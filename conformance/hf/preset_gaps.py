@@ -155,6 +155,7 @@ GAPS: Mapping[str, str] = MappingProxyType({
     "xcodec2": _ZERO,
     "youtu": _uncited("a Swift test slice and a plan document, both partial"),
     "zaya": _uncited("a truncated ZAYA1-8B config in an agent log"),
-    "zamba2": _uncited("(RoPE only with use_mem_rope true, issue 24) a Zamba2-7B config.json copied as a Python dict "
-                       "into a benchmark script (use_mem_rope true, 81 layers)"),
+    "zamba2": "(RoPE only with use_mem_rope true, issue 24) a Zamba2-7B config.json transcribed into NX-AI/mlstm_kernels' "
+              "benchmark registry is in tests/data/hf_real_configs/zamba2-7b.json, not a preset (its spec would add "
+              "a golden model case)",
 })

@@ -149,6 +149,7 @@ def _entry(c: Level, rules: Mapping[str, Any], label: str | None, section: Mappi
     entry = dict(section) if section is not None else dict(rules["base"])
     if section is not None:
         kind = entry.get("rope_type", entry.get("type", "default"))
+        kind = kind if isinstance(kind, str) else None  # a bad type is refused, naming it, when the spec is built
         for key, added in (rules["extra"].get(kind) or {}).items():
             entry.setdefault(key, added)
     for param in _PARAMS:
