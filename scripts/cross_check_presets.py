@@ -6,7 +6,8 @@
 
 Per preset: the model type, roperef's RoPE entries and layers, and the verdict of
 :func:`conformance.hf.crosscheck.cross_check` (AGREE / DIFFER / NOT_CHECKED) with the items that are not
-AGREE. Then a count over the default configs of :data:`roperef.hf.families.ROPE_FAMILIES`.
+AGREE. Then a count over the default configs of :data:`roperef.hf.families.ROPE_FAMILIES`, and the
+per-family table of their minimal published-style configs (:mod:`conformance.hf.published_style`).
 Exit status 1 when a preset DIFFERs and is not ``--allow``-ed. Needs torch and transformers.
 """
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from conformance.cases.catalog import presets_dir  # noqa: E402 - imported after sys.path gains the repo root
 from conformance.hf.crosscheck import cross_check  # noqa: E402 - imported after sys.path gains the repo root
 from conformance.hf.preset_coverage import coverage, remote_code_presets  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf.published_style import check_family, families_to_check, same_as  # noqa: E402 - imported after sys.path gains the repo root
 from roperef.hf import families as fam  # noqa: E402 - imported after sys.path gains the repo root
 from roperef.hf import model_rope  # noqa: E402 - imported after sys.path gains the repo root
 
@@ -83,6 +85,21 @@ def family_table() -> tuple[list[str], Counter]:
     return rows, verdicts
 
 
+def published_table() -> tuple[list[str], Counter]:
+    """Every RoPE family (and one composite per way of reading one) from its minimal published-style config
+    (:mod:`conformance.hf.published_style`): one row per family, its verdict and what is not AGREE."""
+    verdicts: Counter = Counter()
+    rows = ["| model_type | verdict | what is not AGREE |", "|---|---|---|"]
+    composites = same_as()
+    for mt in families_to_check():
+        result = check_family(mt)
+        verdicts[result.verdict] += 1
+        covers = sorted(w for w, first in composites.items() if first == mt and w != mt)
+        name = mt + (f" (also {', '.join(covers)})" if covers else "")
+        rows.append(f"| {name} | {result.verdict} | {result.detail[:160].replace('|', '/')} |")
+    return rows, verdicts
+
+
 def coverage_table(folder: Path) -> tuple[list[str], int, int]:
     """Per transformers RoPE model type: the presets of that type, or the documented gap."""
     rows = ["| model_type | presets (real published configs) |", "|---|---|"]
@@ -98,6 +115,7 @@ def render(folder: Path) -> tuple[str, list[str]]:
     start = time.perf_counter()
     rows, verdicts, differ = preset_table(folder)
     fam_rows, fam_verdicts = family_table()
+    pub_rows, pub_verdicts = published_table()
     cov_rows, covered, families = coverage_table(folder)
     remote = remote_code_presets(folder)
     took = time.perf_counter() - start
@@ -113,6 +131,14 @@ def render(folder: Path) -> tuple[str, list[str]]:
         + ", ".join(f"{v} {k}" for k, v in sorted(fam_verdicts.items())) + "; the others:",
         "",
         *fam_rows,
+        "",
+        f"Every RoPE family from a minimal published-style config (`conformance/hf/published_style.py`: the sizes a "
+        f"checkpoint writes, the RoPE the legacy way, the rest left to the config class; a composite's text_config "
+        f"without sizes), {sum(pub_verdicts.values())} checked: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(pub_verdicts.items()))
+        + " (why each is not AGREE: `tests/test_hf_published_style.py` `PUBLISHED_NOT_AGREE`):",
+        "",
+        *pub_rows,
         "",
         f"Coverage: {covered} of the {families} RoPE model types of `ROPE_FAMILIES` have a real published config "
         f"in the corpus (`conformance/hf/preset_coverage.py`); the others name the reason "

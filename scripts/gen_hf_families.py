@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from conformance.hf import source as hf_source  # noqa: E402 - imported after sys.path gains the repo root
+from conformance.hf import switch_probe  # noqa: E402 - imported after sys.path gains the repo root
 from conformance.hf.truth import (  # noqa: E402 - imported after sys.path gains the repo root
     apply_function,
     entry_tensors,
@@ -67,12 +68,28 @@ def _pairing(cfg, modules, cls) -> tuple[str | None, str]:
 
 
 def classify(model_type: str) -> tuple[str, tuple]:
+    """The family's kind and data for its default config; a model whose RoPE a config key switches on
+    (:func:`conformance.hf.switch_probe.switches`: ESM ``position_embedding_type``, Zamba2 ``use_mem_rope``)
+    is classified with the key at a value that switches it on."""
     from transformers import AutoConfig
 
     try:
         cfg = AutoConfig.for_model(model_type)
     except Exception as exc:
         return "other", (f"AutoConfig.for_model raised {type(exc).__name__}",)
+    kind, data = _classify(model_type, cfg)
+    if kind == "other" and "no text class calls" in str(data[0]):
+        for key, (_default, on, _off, _other) in sorted(switch_probe.switches(model_type).items()):
+            if not on:
+                continue
+            switched = _classify(model_type, AutoConfig.for_model(model_type, **{key: on[0]}))
+            if switched[0] == "rope":
+                pairing, default, note = switched[1]
+                return "rope", (pairing, default, f"{note} (with {key}={on[0]!r})")
+    return kind, data
+
+
+def _classify(model_type: str, cfg: Any) -> tuple[str, tuple]:
     text = text_config_of(cfg)
     if text is not cfg and getattr(text, "model_type", None) != model_type:
         vision = getattr(getattr(cfg, "vision_config", None), "model_type", None)

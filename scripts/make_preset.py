@@ -34,6 +34,8 @@ KEEP = [
     r"first_k_dense_replace", r"mlp_layer_types", r"prefix_dense_sliding_window_pattern", r"full_attn_idxs", r"_?block_types",
     # other spellings of the width / layer keys (each config class's attribute_map)
     r"d_model", r"n_heads", r"n_layers", r"max_seq_len", r"attn_config", r"decoder_\w+", r"encoder_\w+",
+    # the classes a config names: the family of a model type transformers does not ship, and remote code (issue 24)
+    r"architectures", r"auto_map",
 ]
 _KEEP = re.compile("|".join(f"(?:{k})" for k in KEEP))
 

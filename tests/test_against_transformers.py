@@ -379,8 +379,10 @@ def test_apply_mrope(family, record):
         from transformers.models.glm4v.modeling_glm4v import Glm4vTextRotaryEmbedding as Rot
         from transformers.models.glm4v.modeling_glm4v import apply_rotary_pos_emb as fn
 
+        # GLM-4.1V checkpoints give partial_rotary_factor 0.5 (Glm4vTextConfig has no default for it, and the
+        # 8+12+12 section covers half of the 128-wide head)
         raw = dict(hidden_size=4096, num_attention_heads=32, rope_parameters={
-            "rope_type": "default", "rope_theta": 1e4, "mrope_section": [8, 12, 12]})
+            "rope_type": "default", "rope_theta": 1e4, "mrope_section": [8, 12, 12], "partial_rotary_factor": 0.5})
     model_type = {"qwen2_vl": "qwen2_vl_text", "qwen3_vl": "qwen3_vl_text", "glm4v": "glm4v_text"}[family]
     spec = spec_from_config({"model_type": model_type, **json.loads(json.dumps(raw))})
     module = Rot(Cfg(**json.loads(json.dumps(raw))))

@@ -139,8 +139,9 @@ EXPECTED.update({
     "trinity-nano-preview": {"": (128, 128, "half", 1e4, "default", {})},
     # bailing_hybrid: head_dim = qk_rope_head_dim 64 (BailingHybridConfig), interleaved apply, theta 6e6 default
     "ling-3.0-tiny": {"": (64, 64, "adjacent_in_half_out", 6e6, "default", {})},
-    # DBRX: d_model 6144 / n_heads 48; theta attn_config.rope_theta 5e5 as published (transformers 5.24 drops it)
-    "dbrx-instruct": {"": (6144 // 48, 128, "half", 5e5, "default", {})},
+    # DBRX: d_model 6144 / n_heads 48; transformers 5.24's DbrxConfig builds rope_parameters without reading
+    # attn_config.rope_theta (5e5 as published, noted): its class default theta 10000 (default_theta)
+    "dbrx-instruct": {"": (6144 // 48, 128, "half", 1e4, "default", {})},
     "dots.llm1.inst": {"": (4096 // 32, 128, "half", 1e7, "default", {})},
     # Gemma-4-like per-type rope_parameters: full on global_head_dim 512, proportional rho 0.25
     "diffusiongemma-26b-a4b-it": {"full_attention": (512, 512, "half", 1e6, "proportional", dict(partial_rotary_factor=0.25)),
@@ -206,10 +207,8 @@ EXPECTED.update({
         attention_factor=1.2772588722239782)),
         "sliding_attention": (128, 128, "half", 5e5, "default", {})},
     "t5gemma-2b-2b-ul2-encoder": {"": (256, 256, "half", 1e4, "default", {})},  # the encoder sub-config alone
-    # remote-code model_type 'unlimited-ocr': generic rules with use_mla false -> D = 1280 // 10, assumptions said
-    "unlimited-ocr": {"": (1280 // 10, 128, "half", 1e4, "default", {})},
+
 })
-ASSUMED["unlimited-ocr"] = {"pairing", "rope_theta"}
 # Omni: the text config sits in thinker_config.text_config (D = 3584 // 28), mRoPE [16, 24, 24] chunked (Qwen2.5-VL)
 EXPECTED["qwen2.5-omni-7b"] = {"": (3584 // 28, 128, "half", 1e6, "default", {})}
 # Seed-OSS keeps its explicit head_dim 128 (5120 / 80 would be 64); LFM2-MoE: D = 2048 // 32, conv layers
@@ -317,7 +316,9 @@ def test_v5_flat_rope_parameters_and_type_alias():
 
 
 def test_v5_nested_by_layer_type_and_selection():
-    cfg = {**LLAMA, "layer_types": ["sliding_attention", "full_attention"], "rope_parameters": {
+    # Qwen2's config object has layer_types, so its rope_parameters may be nested by them (LlamaConfig has none)
+    cfg = {**LLAMA, "model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"],
+           "rope_parameters": {
         "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
                            "rope_theta": 1e6},
         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
@@ -646,8 +647,11 @@ REFUSED_DIR = Path(__file__).resolve().parent / "data" / "refused_configs"
 #: Real published configs roperef must refuse (no fixed spec describes them), with what the message names.
 REFUSED = {
     # Tele-AI/Telechat modeling_telechat.py: base rescaled per length (ntk_alpha from training_seqlen and seq_len)
-    "telechat-7b": r"model_type='telechat': .*rescales the base per sequence length",
-    "telechat-12b": r"model_type='telechat': .*rescales the base per sequence length",
+    "telechat-7b": (r"model_type='telechat': .*rescales the base per sequence length", {"rope_theta": 10000.0}),
+    "telechat-12b": (r"model_type='telechat': .*rescales the base per sequence length", {"rope_theta": 10000.0}),
+    # remote code whose architectures / auto_map name no transformers class: the pairing is missing, never guessed
+    "unlimited-ocr": (r"model_type='unlimited-ocr': a value is missing: .*UnlimitedOCRForCausalLM.*--set pairing=",
+                      {"pairing": "half"}),
 }
 
 
@@ -660,10 +664,11 @@ def test_real_config_refused_with_reason(name):
     path = REFUSED_DIR / f"{name}.json"
     data = json.loads(path.read_text())
     assert re.fullmatch(r"[\w.-]+/[\w.-]+:\S+@[0-9a-f]{40}( .*)?", data["_source"])
-    with pytest.raises(ValueError, match=REFUSED[name]):
+    pattern, supplied = REFUSED[name]
+    with pytest.raises(ValueError, match=pattern):
         model_rope(path)
     # supplying the value the message asks for resolves it
-    assert model_rope(path, overrides={"rope_theta": 10000.0}).has_rope
+    assert model_rope(path, overrides=supplied).has_rope
 
 
 # ----------------------------------------------------------------------------- family layer rules (synthetic configs)
@@ -727,9 +732,12 @@ def test_remote_family_rules():
     assert spec_from_config({"model_type": "baichuan", "hidden_size": 4096, "num_attention_heads": 32}).theta == 1e4
     no = model_rope({"model_type": "baichuan", "hidden_size": 5120, "num_attention_heads": 40})
     assert not no.has_rope and "ALiBi" in (no.no_rope or "")
-    # DBRX-style attn_config.rope_theta when there is no top-level theta
+    # DBRX: transformers 5.24's DbrxConfig does not read attn_config.rope_theta (its default_theta 10000 applies);
+    # the published value is said in a note, and --set rope_theta applies it
     dbrx = {"model_type": "dbrx", "d_model": 1024, "n_heads": 8, "n_layers": 2, "attn_config": {"rope_theta": 5e5}}
-    assert spec_from_config(dbrx).theta == 5e5 and len(model_rope(dbrx).layers) == 2
+    assert spec_from_config(dbrx).theta == 1e4 and len(model_rope(dbrx).layers) == 2
+    assert any("attn_config.rope_theta=500000.0 ignored" in n for n in model_rope(dbrx).notes)
+    assert spec_from_config(dbrx, overrides={"rope_theta": 5e5}).theta == 5e5
 
 
 def test_sliding_only_rope_families():

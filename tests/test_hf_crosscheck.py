@@ -39,9 +39,6 @@ NOT_AGREE = {
     "chatglm2-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
     "chatglm3-6b": ("NOT_CHECKED", "chatglm is remote code with its own keys; no in-library family"),
     "ling-plus": ("NOT_CHECKED", "bailing_moe (Ling) remote code; no in-library family"),
-    "unlimited-ocr": ("NOT_CHECKED", "model_type 'unlimited-ocr' (dash) is remote code transformers does not map"),
-    "dbrx-instruct": ("DIFFER", "transformers 5.24's DbrxConfig dropped attn_config.rope_theta and uses 10000; the "
-                                "checkpoint's published base is 500000 (roperef reads it)"),
     "ministral-3-3b-instruct-2512": ("DIFFER", "this copy's top-level model_type is the text type ministral3 with a "
                                                "text_config: transformers' Ministral3Config ignores text_config, "
                                                "roperef reads it (the architecture is Mistral3ForConditionalGeneration)"),
@@ -53,8 +50,6 @@ DEFAULTS_NOT_AGREE = {
     "dory": "its default dict lists 72 layer types for num_hidden_layers 36 (one per sub-block)",
     "glm4_moe": "no head_dim and hidden_size 4096 not divisible by 96 heads: roperef refuses, transformers floors",
     "qwen3_omni_moe_text": "no head_dim and hidden_size 2048 not divisible by 28 heads: roperef refuses",
-    "minimax_m3_vl_text": "rotary_dim 64 without partial_rotary_factor: transformers' class ignores rotary_dim "
-                          "(published MiniMax-M3 configs carry both and agree, see minimax-m3.json)",
     "qwen3_omni_moe_talker_text": "the default mrope_section does not sum to the default head's pairs",
     "qwen4_exp_text": "the default mrope_section does not sum to the default head's pairs",
     # the model's forward passes position_embeddings=None to some layers (a per-layer theta of 0, non-sliding
@@ -190,27 +185,14 @@ def test_cli_against_exit_codes(capsys):
 
 
 #: Model types whose config class builds layer_types itself (when a config gives no list) in a way roperef does
-#: not reproduce, and why that does not change the RoPE (or why roperef refuses instead).
+#: not reproduce, and why that does not change the RoPE (or why roperef refuses instead). The others are rebuilt
+#: by the hand rules of roperef/hf/layer_rules.py or the generated config_classes.LAYER_TYPES_RULES (issue 24:
+#: 16 types were listed here before).
 LAYER_TYPES_NOT_REBUILT = {
-    **{mt: "names only: 'indexed_attention' is full attention with a sparse indexer (same RoPE)"
-       for mt in ("axk2", "deepseek_v32", "glm_moe_dsa", "hy_v4", "hy_v4_vl_text", "mistral_large4_text")},
-    "llama4_text": "names only: 'chunked_attention' vs full (NoPE layers come from no_rope_layers)",
-    "ministral": "names only: every layer sliding (one RoPE)",
-    "muse_glimmer_assistant": "names only: every layer sliding (one RoPE)",
-    "granite_swa": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
-    "granitemoe_swa": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
-    "muse_spark_text": "names only (one RoPE; NoPE layers come from layer_rope_theta)",
-    "cwm": "names only: sliding/full share one RoPE",
-    "beam": "names only: its per-type RoPE needs rope_parameters nested by layer type, which names the types",
-    "unlimited_ocr_text": "names only: 'reference_sliding_attention' layers share one RoPE",
-    "granitemoehybrid": "its layer types come from layers_block_type (a property not in the config dict)",
-    "deepseek_v4": "its layer types come from compress_ratios, which its default dict lacks",
-    "mimo_v2_flash": "its layer types come from hybrid_layer_pattern, which its default dict lacks",
-    "dots3_note_text": "refused without layer_types: its rope_parameters are nested by layer type",
+    "muse_spark_text": "names only (one RoPE; NoPE layers come from layer_rope_theta); its class's rule is none of the "
+                       "generated shapes (config_classes.LAYER_TYPES_RULES has no entry)",
     "qwen4_exp_text": "its default mrope_section does not fit the default head (refused either way)",
-    "zaya": "refused without layer_types: its rope_parameters are nested by 'hybrid' layers",
 }
-
 
 def test_layer_types_of_a_config_without_the_list():
     """A config that omits layer_types gets what the family's config class builds (transformers' own rule)."""

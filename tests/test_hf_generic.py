@@ -15,29 +15,35 @@ import pytest
 
 from roperef.hf import ModelRope, NoRopeError, model_rope, spec_from_config
 
-#: A model type neither transformers nor roperef knows, with RoPE keys.
+#: A model type neither transformers nor roperef knows, with RoPE keys (no architectures, no auto_map).
 UNKNOWN = {"model_type": "myarch", "hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1e6}
+#: The one value such a config cannot say and roperef never guesses (issue 24): given, the generic rules apply.
+HALF = {"pairing": "half"}
 LLAMA = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16}
 
 
 # ----------------------------------------------------------------------------- never a silent guess
 
 
-def test_unknown_model_type_resolves_with_its_assumptions_listed():
-    result = model_rope(UNKNOWN)
+def test_unknown_model_type_is_refused_until_the_pairing_is_given():
+    with pytest.raises(ValueError) as info:
+        model_rope(UNKNOWN)
+    text = str(info.value)
+    assert text.startswith("model_type='myarch'") and "a value is missing" in text
+    assert "--set pairing=half|adjacent|adjacent_in_half_out" in text and "rope=none" in text
+    result = model_rope(UNKNOWN, overrides=HALF)
     assert isinstance(result, ModelRope) and result.has_rope
     spec = result.specs["text"]
     assert (spec.head_dim, spec.rotary_dim, spec.pairing, spec.theta) == (128, 128, "half", 1e6)
     assumed = {a.key: a.value for a in result.assumptions}
-    assert assumed == {"pairing": "half", "rotary_dim": 128}  # theta was given: not assumed
-    assert all(a.reason for a in result.assumptions) and "pairing" in str(result.assumptions[0]) + str(
-        result.assumptions[1])
+    assert assumed == {"rotary_dim": 128}  # the pairing was given, theta too: neither assumed
+    assert all(a.reason for a in result.assumptions)
 
 
 def test_unknown_model_type_without_theta_assumes_10000_and_says_so():
     cfg = {k: v for k, v in UNKNOWN.items() if k != "rope_theta"} | {"partial_rotary_factor": 0.5}
-    result = model_rope(cfg)
-    assert {a.key: a.value for a in result.assumptions} == {"pairing": "half", "rope_theta": 10000.0}
+    result = model_rope(cfg, overrides=HALF)
+    assert {a.key: a.value for a in result.assumptions} == {"rope_theta": 10000.0}
     assert result.specs["text"].rotary_dim == 64  # an explicit rho is honoured for an unknown model type
 
 
@@ -46,7 +52,7 @@ def test_overrides_remove_the_assumptions():
     assert result.assumptions == ()
     spec = result.specs["text"]
     assert (spec.pairing, spec.rotary_dim, spec.freq_dim) == ("adjacent", 64, 64)
-    assert spec_from_config(UNKNOWN, overrides={"rope_theta": 5e5}).theta == 5e5
+    assert spec_from_config(UNKNOWN, overrides={"rope_theta": 5e5, **HALF}).theta == 5e5
 
 
 def test_unknown_model_type_without_rope_keys_is_refused_with_what_to_supply():
@@ -87,7 +93,7 @@ def test_a_width_key_transformers_ignores_is_noted_not_dropped_silently():
 ])
 def test_contradictory_width_keys_are_refused_naming_both(cfg, first, second):
     with pytest.raises(ValueError) as info:
-        model_rope(cfg)
+        model_rope(cfg, overrides=HALF)
     text = str(info.value)
     assert text.startswith(first) and f"disagrees with {second}" in text and "rotary channels" in text
 
@@ -98,16 +104,16 @@ def test_agreeing_width_keys_are_accepted():
 
 
 def test_rope_interleave_is_read_for_every_family():
-    on = spec_from_config({**UNKNOWN, "rope_interleave": True})
-    off = spec_from_config({**UNKNOWN, "rope_interleave": False})
+    on = spec_from_config({**UNKNOWN, "rope_interleave": True})  # the flag itself says the pairing
+    off = spec_from_config({**UNKNOWN, "rope_interleave": False}, overrides=HALF)
     assert (on.pairing, off.pairing) == ("adjacent_in_half_out", "half")
     v3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128}
     assert spec_from_config(v3).pairing == "adjacent_in_half_out"  # the family's flag defaults to true
     # GLM-5's attention always calls the interleaved form, whatever the flag says
     glm5 = {"model_type": "glm_moe_dsa", "qk_rope_head_dim": 64, "rope_interleave": False, "rope_theta": 1e6}
-    assert spec_from_config(glm5).pairing == "adjacent_in_half_out"
+    assert model_rope(glm5).specs["text"].pairing == "adjacent_in_half_out"
     with pytest.raises(TypeError, match="rope_interleave"):
-        model_rope({**UNKNOWN, "rope_interleave": "yes"})
+        model_rope({**UNKNOWN, "rope_interleave": "yes"}, overrides=HALF)
 
 
 def test_swa_rope_theta_gives_sliding_layers_their_own_base():
@@ -168,10 +174,10 @@ def test_hybrid_layers_without_attention_have_no_rope():
      "rope_theta key(s) are not used"),
 ])
 def test_models_without_rope_say_so(cfg, why):
-    result = model_rope(cfg)
+    result = model_rope(cfg, overrides=HALF if cfg.get("model_type") == "myarch" else None)
     assert not result.has_rope and why in result.no_rope and dict(result.specs) == {}
     with pytest.raises(NoRopeError, match="no RoPE"):
-        spec_from_config(cfg)
+        spec_from_config(cfg, overrides=HALF if cfg.get("model_type") == "myarch" else None)
     assert json.loads(json.dumps(result.to_dict()))["rope"] is False
 
 
@@ -206,18 +212,31 @@ def test_unknown_keys_are_refused_and_known_extras_noted():
                                                     "llama_4_scaling_beta": 0.1}})
     assert any("llama_4_scaling_beta ignored" in n for n in beta.notes)
     with pytest.raises(ValueError, match="unknown key"):  # the same check inside a per-layer-type entry
-        model_rope({**LLAMA, "num_hidden_layers": 1, "layer_types": ["full_attention"],
+        model_rope({**LLAMA, "model_type": "qwen2", "num_hidden_layers": 1, "layer_types": ["full_attention"],
                     "rope_parameters": {"full_attention": {"rope_typ": "linear"}}})
 
 
 def test_nested_rope_parameters_with_a_flat_key_is_accepted_as_transformers_does():
+    # Gemma 3's config object has layer_types: it nests by them and reads only the entries; an entry without
+    # rope_theta takes the key the class reads for it (the top-level rope_theta for full attention)
+    cfg = {"model_type": "gemma3_text", "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"],
+           "rope_theta": 1e6, "rope_parameters": {"rope_theta": 5.0, "sliding_attention": {"rope_type": "default",
+                                                                                          "rope_theta": 1e4},
+                                                  "full_attention": {"rope_type": "default"}}}
+    result = model_rope(cfg)
+    assert result.specs["sliding_attention"].theta == 1e4 and result.specs["full_attention"].theta == 1e6
+    assert any("rope_parameters.rope_theta ignored" in n for n in result.notes)
+
+
+def test_a_family_without_layer_types_reads_a_nested_looking_section_flat():
+    # LlamaConfig has no layer_types field: transformers standardizes rope_parameters before the extra key is set,
+    # so the section is flat (theta 5.0; checked against LlamaRotaryEmbedding) and the per-type entries are ignored
     cfg = {**LLAMA, "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 1e6,
            "rope_parameters": {"rope_theta": 5.0, "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
                                "full_attention": {"rope_type": "default"}}}
     result = model_rope(cfg)
-    # transformers reads only the entries; an entry without rope_theta takes the top-level one
-    assert result.specs["sliding_attention"].theta == 1e4 and result.specs["full_attention"].theta == 1e6
-    assert any("rope_parameters.rope_theta ignored" in n for n in result.notes)
+    assert list(result.specs) == ["text"] and result.specs["text"].theta == 5.0
+    assert any("rope_parameters.sliding_attention ignored" in n for n in result.notes)
 
 
 def test_runtime_rescaling_keys_are_assumptions_or_notes():
@@ -289,10 +308,10 @@ def test_bad_overrides_are_named(overrides, key):
 
 
 def test_model_rope_to_dict_round_trips_through_json():
-    result = model_rope({**UNKNOWN, "num_hidden_layers": 2, "no_rope_layers": [1, 0]})
+    result = model_rope({**UNKNOWN, "num_hidden_layers": 2, "no_rope_layers": [1, 0]}, overrides=HALF)
     data = json.loads(json.dumps(result.to_dict()))
     assert data["layers"] == ["text", None] and data["rope"] is True
-    assert {a["key"] for a in data["assumptions"]} == {"pairing", "rotary_dim"}
+    assert {a["key"] for a in data["assumptions"]} == {"rotary_dim"}
     assert Counter(data["layer_types"]) == {"full_attention": 2}
 
 
@@ -314,10 +333,13 @@ def test_cli_prints_assumptions_on_stderr_and_set_removes_them(tmp_path, capsys)
     from conformance.cli import spec as cli_spec
 
     path = _write(tmp_path, UNKNOWN)
-    assert cli_spec.run(_args(path)) == 0
+    assert cli_spec.run(_args(path)) == 2  # refused: the pairing is missing, and the message says how to give it
+    out, err = capsys.readouterr()
+    assert out == "" and "--set pairing=" in err and len(err.strip().splitlines()) == 1
+    assert cli_spec.run(_args(path, sets=["pairing=half"])) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["pairing"] == "half"
-    assert "assumed pairing='half'" in err and "assumed rotary_dim=128" in err
+    assert "assumed rotary_dim=128" in err and "assumed pairing" not in err
     assert cli_spec.run(_args(path, sets=["pairing=adjacent", "rotary_dim=64", "rope_theta=5e5"])) == 0
     out, err = capsys.readouterr()
     spec = json.loads(out)

@@ -15,9 +15,10 @@ def test_need_num_and_need_int_return_the_config_value_or_the_default():
 
 def test_an_absent_key_names_the_dotted_key():
     c = Level({"rope_theta": None}, "text_config.", "llama")
-    with pytest.raises(ValueError, match=r"^text_config\.rope_theta=None: is required$"):
+    missing = r": is required: a value is missing; give it with --set "
+    with pytest.raises(ValueError, match=rf"^text_config\.rope_theta=None{missing}text_config\.rope_theta=VALUE$"):
         c.need_num("rope_theta")
-    with pytest.raises(ValueError, match=r"^text_config\.num_layers=None: is required$"):
+    with pytest.raises(ValueError, match=rf"^text_config\.num_layers=None{missing}text_config\.num_layers=VALUE$"):
         c.need_int("num_layers")
 
 

@@ -33,6 +33,7 @@ from roperef.frequencies import inv_freq
 from roperef.hf import HFQuirks, ModelRope, model_rope
 from roperef.hf.overrides import apply_overrides
 from roperef.hf.quirks import REMOTE_FAMILIES
+from roperef.hf.unknown_types import family_of
 from roperef.spec import RopeSpec
 
 from .truth import HFEntry, HFTruth, transformers_truth
@@ -149,7 +150,8 @@ def _layers_item(mr: ModelRope, truth: HFTruth, names: Mapping[str, str], text: 
 
 
 def _in_library(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """A remote-code config re-labelled as the transformers family its code copies (REMOTE_FAMILIES)."""
+    """A remote-code config re-labelled as the transformers family its code copies (REMOTE_FAMILIES), or a model
+    type transformers does not know as the family its architectures / auto_map classes name."""
     for path in ("text_config", None):
         level = data.get(path) if path else data
         if not isinstance(level, dict):
@@ -169,6 +171,12 @@ def _in_library(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
     text = data.get("text_config")
     if top not in _shipped() and isinstance(text, dict) and text.get("model_type") in _shipped():
         return text, f"{top} is remote code; its text_config ({text['model_type']}) is compared on its own"
+    if top not in _shipped() and top not in REMOTE_FAMILIES:
+        found = family_of(data)
+        if found.model_type is not None and found.model_type in _shipped():
+            return ({**data, "model_type": found.model_type},
+                    f"{top} is not a transformers model type; compared with {found.model_type}, the family its "
+                    f"{', '.join(found.names)} name (as roperef reads it)")
     return data, ""
 
 

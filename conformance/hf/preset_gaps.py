@@ -60,6 +60,8 @@ GAPS: Mapping[str, str] = MappingProxyType({
     "dots3_note_text": _sub("dots3_note") + " (geometry checks only)",
     "embedding_gemma2_text": _sub("embedding_gemma2"),
     "emu3_text_model": "only BAAI/Emu3's remote-code format, pasted into scripts without a repository",
+    "esm": "(RoPE only with position_embedding_type 'rotary', issue 24) only test fixtures and keras-hub-style "
+           "dicts found for ESM-2 (find_string on the rotary key and the model type)",
     "esmc": _ZERO,
     "eurobert": _NONE,
     "exaone": _uncited("a markdown printout of EXAONE-3.0-7.8B-Instruct's ExaoneConfig (not config.json text)"),
@@ -144,12 +146,16 @@ GAPS: Mapping[str, str] = MappingProxyType({
     "timesfm2_5": _ZERO,
     "ultrabert": _ZERO,
     "unlimited_ocr_text": "the published baidu/Unlimited-OCR config says model_type 'unlimited-ocr' (remote code, "
-                          "language_config), which transformers 5.24 does not map to unlimited_ocr; it is in the "
-                          "corpus as unlimited-ocr (read by the generic rules)",
+                          "language_config) and names only its remote classes (UnlimitedOCRForCausalLM), so "
+                          "transformers 5.24 does not map it to unlimited_ocr; roperef refuses it (pairing missing; "
+                          "tests/data/refused_configs/unlimited-ocr.json)",
     "vaultgemma": "a partial keras-hub converter dict; the vaultgemma repositories hold no config",
     "voxtral_realtime_encoder": _sub("voxtral_realtime (Voxtral-Mini-4B-Realtime-2602)"),
     "voxtral_realtime_text": "a reduced Rust copy without any RoPE key (rejected)",
     "xcodec2": _ZERO,
     "youtu": _uncited("a Swift test slice and a plan document, both partial"),
     "zaya": _uncited("a truncated ZAYA1-8B config in an agent log"),
+    "zamba2": "(RoPE only with use_mem_rope true, issue 24) a Zamba2-7B config.json transcribed into NX-AI/mlstm_kernels' "
+              "benchmark registry is in tests/data/hf_real_configs/zamba2-7b.json, not a preset (its spec would add "
+              "a golden model case)",
 })

@@ -15,10 +15,13 @@ same thing across families are read for every family (:mod:`roperef.hf.rope_para
 ``rotary_pct``, ``rotary_dim``, ``rope_interleave``, ``swa_rope_theta``, ``compress_rope_theta``,
 ``no_rope_layers`` ...); :class:`HFQuirks` holds the documented per-family exceptions of transformers
 5.24 and :mod:`roperef.hf.families` (generated from transformers' source) says how each model type
-transformers ships applies RoPE. A model type roperef does not know is resolved by the generic rules
-with its assumptions listed, or refused with what to supply; ``overrides=`` supplies values
-(:mod:`roperef.hf.overrides`). Keys starting with ``_`` are annotations and are ignored. Bad input raises
-``ValueError``/``TypeError`` through :func:`roperef.errors.bad`: ``key=value: rule``.
+transformers ships applies RoPE; a config of such a model type is read the way its config class reads it
+(:mod:`roperef.hf.class_rules`, tables generated from the classes: :mod:`roperef.hf.config_classes`). A model
+type transformers does not ship is read as the family its ``architectures`` / ``auto_map`` name; otherwise
+its pairing is never guessed (refused, naming the ``--set`` that decides), and with it given the generic rules
+apply with their assumptions listed; ``overrides=`` supplies values (:mod:`roperef.hf.overrides`). Keys
+starting with ``_`` are annotations and are ignored. Bad input raises ``ValueError``/``TypeError`` through
+:func:`roperef.errors.bad`: ``key=value: rule``.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ ROPE_FAMILIES = MappingProxyType({
     'emu3_text_model': ('half', None, 'Emu3Attention.forward calls apply_rotary_pos_emb'),
     'ernie4_5': ('adjacent', None, 'Ernie4_5Attention.forward calls apply_rotary_pos_emb'),
     'ernie4_5_moe': ('adjacent', None, 'Ernie4_5_MoeAttention.forward calls apply_rotary_pos_emb'),
+    'esm': ('half', None, "EsmSelfAttention.forward calls apply_rotary_pos_emb (with position_embedding_type='rotary')"),
     'esmc': ('half', None, 'EsmcAttention.forward calls apply_rotary_pos_emb'),
     'eurobert': ('half', None, 'EuroBertAttention.forward calls apply_rotary_pos_emb'),
     'evolla': ('half', None, 'EvollaAttention.forward calls apply_rotary_pos_emb'),
@@ -220,6 +221,7 @@ ROPE_FAMILIES = MappingProxyType({
     'voxtral_realtime_text': ('half', None, 'VoxtralRealtimeTextAttention.forward calls apply_rotary_pos_emb'),
     'xcodec2': ('half', None, 'Xcodec2Attention.forward calls apply_rotary_pos_emb'),
     'youtu': ('rope_interleave', True, 'YoutuAttention.forward calls apply_rotary_pos_emb_interleave'),
+    'zamba2': ('half', None, 'Zamba2Attention.forward calls apply_rotary_pos_emb (with use_mem_rope=True)'),
     'zaya': ('half', None, 'ZayaAttention.forward calls apply_rotary_pos_emb'),
 })
 
@@ -306,7 +308,6 @@ OTHER_ROPE_FAMILIES = MappingProxyType({
     'eomt_dinov3': 'rotary module forward raised TypeError: EomtDinov3RotaryEmbedding.forward() takes 2 positional arguments but 3 were given',
     'ernie4_5_vl_moe_text': 'Ernie4_5_VLMoeTextAttention.forward calls apply_rotary_pos_emb; no candidate structure matches (closest: adjacent_in_half_out, start 0, error 1.3e+00)',
     'ernie4_5_vl_moe_vision': 'Ernie4_5_VLMoeTextRotaryEmbedding does not build from the default config (AttributeError)',
-    'esm': 'no text class calls apply_rotary_pos_emb for this config',
     'esmfold2': 'EsmFold2RotaryEmbedding does not build from the default config (TypeError)',
     'exaone4_5_vision': "Exaone4_5_Attention.forward calls apply_rotary_pos_emb; it does not take q of width 112 with the module's tables",
     'gemma3n_audio': 'Gemma3nRotaryEmbedding does not build from the default config (AttributeError)',
@@ -395,7 +396,6 @@ OTHER_ROPE_FAMILIES = MappingProxyType({
     'unlimited_ocr_vision': 'UnlimitedOcrTextRotaryEmbedding does not build from the default config (AttributeError)',
     'unlimited_ocr_vision_encoder': 'UnlimitedOcrTextRotaryEmbedding does not build from the default config (AttributeError)',
     'video_llama_3_vision': 'no text class calls apply_rotary_pos_emb_vision for this config',
-    'zamba2': 'no text class calls apply_rotary_pos_emb for this config',
 })
 
 WRAPPER_FAMILIES = MappingProxyType({

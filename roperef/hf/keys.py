@@ -97,12 +97,14 @@ class Level:
         return self.data.get(self.aliases.get(name, name)) is not None
 
     def raw(self, name: str, default: Any = None) -> Any:
-        """The config value (under the model type's alias when it has one), else the model type's default,
-        else ``default`` (``null`` counts as absent)."""
-        value = self.data.get(self.aliases.get(name, name))
-        if value is None:
-            value = self.defaults.get(name, default)
-        return value
+        """The config value (under the model type's alias when it has one), else the model type's default when
+        the config does not have the key (a ``null`` it writes stays null, as in transformers' config
+        classes), else ``default``."""
+        key = self.aliases.get(name, name)
+        value = self.data.get(key)
+        if value is None and key not in self.data:
+            value = self.defaults.get(name)
+        return default if value is None else value
 
     def has(self, name: str) -> bool:
         return self.raw(name) is not None
@@ -125,14 +127,14 @@ class Level:
         """:meth:`num` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
         value = self.num(name, positive=positive)
         if value is None:
-            bad(self.key(name), None, "is required")
+            bad(self.key(name), None, f"is required: a value is missing; give it with --set {self.key(name)}=VALUE")
         return value
 
     def need_int(self, name: str, minimum: int = 1) -> int:
         """:meth:`int_` for a key the caller knows is present (config or default); absent is ``key=None: is required``."""
         value = self.int_(name, minimum=minimum)
         if value is None:
-            bad(self.key(name), None, "is required")
+            bad(self.key(name), None, f"is required: a value is missing; give it with --set {self.key(name)}=VALUE")
         return value
 
     def int_list(self, name: str, minimum: int = 0) -> list[int] | None:

@@ -18,7 +18,9 @@ Layer types, in order of authority (the first the config gives):
 6. a family's fixed rule of the index (:data:`roperef.hf.layer_rules.DEFAULT_LAYER_TYPES`), else
    ``sliding_window_pattern`` P (with a ``sliding_window``): layer ``i`` is ``full_attention`` when
    ``(i + 1) % P == 0``, else ``sliding_attention`` (transformers' Gemma 3 / Cohere 2 rule);
-7. otherwise every layer is ``full_attention``.
+7. the rule the family's config class builds them by when a config gives none, generated
+   (:data:`roperef.hf.config_classes.LAYER_TYPES_RULES`: Beam, MiMo-V2, dots3, DeepSeek V4, Llama 4, ...);
+8. otherwise every layer is ``full_attention``.
 
 A layer has no RoPE when its type is not attention (:data:`NON_ATTENTION_TYPES`), when its type's
 per-layer-type ``rope_parameters`` entry is ``null``, or when ``no_rope_layers[i]`` is 0 (Llama 4 /
@@ -34,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import bad
+from . import config_classes as cc
 from .keys import Level, number
 from .layer_rules import DEFAULT_LAYER_TYPES, LAYER_INDEX_KEYS, LAYER_PATTERNS, LAYER_THETAS, NOPE_LAYERS
 
@@ -99,8 +102,10 @@ def layer_types(c: Level) -> tuple[str, ...]:
         names = {"attention": "sliding_attention", "recurrent": "linear_attention"}
         return tuple(names.get(cycle[i % len(cycle)], cycle[i % len(cycle)]) for i in range(n))
     # Bamba: attention at attn_layer_indices (null: none), Mamba elsewhere; LFM2: full_attn_idxs, convolution elsewhere
+    # (Bamba's layers_block_type: "attention" only at listed indices, so an absent list means none; LFM2 without
+    # full_attn_idxs keeps every layer full attention)
     for key, elsewhere in (("attn_layer_indices", "mamba"), ("full_attn_idxs", "conv")):
-        if key in c.data and reads_layer_index_key(c, key):
+        if (key in c.data or key == "attn_layer_indices") and reads_layer_index_key(c, key):
             at = set(c.int_list(key, minimum=0) or [])
             return tuple("full_attention" if i in at else elsewhere for i in range(n))
     rule = LAYER_PATTERNS.get(c.model_type)
@@ -114,7 +119,22 @@ def layer_types(c: Level) -> tuple[str, ...]:
     if period is not None and c.raw("sliding_window") is not None:
         p = c.need_int("sliding_window_pattern")
         return tuple("full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n))
+    built = cc.LAYER_TYPES_RULES.get(c.model_type)
+    if built is not None:  # the rule the family's config class builds layer_types by (generated)
+        return _class_rule(built, n)
     return ("full_attention",) * n
+
+
+def _class_rule(rule: tuple[Any, ...], n: int) -> tuple[str, ...]:
+    """Layer types by a generated rule ``(period, offset, every, other, first_k, first, last)``
+    (:data:`roperef.hf.config_classes.LAYER_TYPES_RULES`)."""
+    period, offset, every, other, first_k, first, last = rule
+    out = [every if period and (i + offset) % period == 0 else other for i in range(n)]
+    for i in range(min(first_k, n)):
+        out[i] = first
+    if last is not None and n:
+        out[-1] = last
+    return tuple(out)
 
 
 def rope_flags(c: Level, types: tuple[str, ...]) -> tuple[bool, ...]:

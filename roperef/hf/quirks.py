@@ -4,7 +4,8 @@
   family sets default to :mod:`roperef.hf.families` (generated from the installed transformers source,
   which names, per model type, the apply function its attention calls) plus the remote-code families of
   :data:`REMOTE_FAMILIES`. Override a field to model another engine or version.
-- :data:`MODEL_DEFAULTS`: transformers' config-class defaults for RoPE keys a published config may omit.
+- :data:`MODEL_DEFAULTS`: the config-class defaults the generated tables (:mod:`roperef.hf.config_classes`)
+  cannot hold (a default a class pops from its kwargs, a remote family's, a vision tower's).
 - :data:`REMOTE_FAMILIES`: model types transformers does not ship (``trust_remote_code`` families) whose
   RoPE roperef knows, with the remote modeling file each entry mirrors.
 - :data:`VISION_FORMS_BY_TYPE`: vision model types whose 2-D RoPE roperef models.
@@ -13,10 +14,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from . import config_classes as cc
 from . import families as fam
 
 __all__ = ["HFQuirks", "MODEL_DEFAULTS", "REMOTE_FAMILIES", "VISION_FORMS_BY_TYPE", "RemoteFamily"]
@@ -130,8 +132,10 @@ class HFQuirks:
     - ``gptj_theta``: GPT-J / CodeGen hard-code theta 10000 and ignore ``rope_theta`` (``None``: read it).
     - ``pixtral_head_dim_from_hidden``: Pixtral vision head_dim is ``hidden_size // num_attention_heads``
       (the config's ``head_dim`` key is overwritten).
-    - ``head_dim_from_hidden``: model types whose config class overwrites ``head_dim`` with
-      ``hidden_size // num_attention_heads`` (RecurrentGemma, ``RecurrentGemmaConfig.__post_init__``).
+    - ``head_dim_from_hidden``: model type -> (k, key, always) for the config classes that set the head width
+      (``key``) to ``k * hidden_size // num_attention_heads`` themselves: always (a width given under ``key`` is
+      overwritten), or when the config gives none, where ``k`` is not 1 (generated,
+      :data:`roperef.hf.config_classes.HEAD_DIM_FROM_HIDDEN`: Zamba2's ``attention_head_dim``, k = 2).
     """
 
     default_honours_partial_rotary: frozenset[str] = fam.PARTIAL_IN_DEFAULT | _F({
@@ -156,7 +160,7 @@ class HFQuirks:
     zero_beta_is_unset: bool = True
     gptj_theta: float | None = 10000.0
     pixtral_head_dim_from_hidden: bool = True
-    head_dim_from_hidden: frozenset[str] = _F({"recurrent_gemma"})
+    head_dim_from_hidden: Mapping[str, tuple[int, str, bool]] = field(default_factory=lambda: cc.HEAD_DIM_FROM_HIDDEN)
 
 
 def _ro(**kw: Any) -> Mapping[str, Any]:
@@ -165,30 +169,23 @@ def _ro(**kw: Any) -> Mapping[str, Any]:
 
 #: transformers 5.24 ``*Config`` defaults for keys a config may omit, by model type (merged into MODEL_DEFAULTS).
 _DEFAULTS: dict[str, Mapping[str, Any]] = {
-    "llama": _ro(max_position_embeddings=2048),
-    "gemma3_text": _ro(head_dim=256, num_attention_heads=8, max_position_embeddings=131072,
-                       rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, sliding_window_pattern=6),
-    "gemma4_text": _ro(head_dim=256, global_head_dim=512, max_position_embeddings=131072),
-    # configuration_{diffusion_gemma,embedding_gemma2,gemma4_unified}.py: global_head_dim = 512 like Gemma 4
+    # (a transformers family's sizes and RoPE parameters come from the generated config_classes tables; what is
+    # here is what they cannot hold: a default popped from the kwargs, a remote family's, a vision tower's)
+    "gemma3_text": _ro(sliding_window_pattern=6),
+    # configuration_{gemma4,diffusion_gemma,embedding_gemma2,gemma4_unified}.py: kwargs.pop("global_head_dim", 512)
+    "gemma4_text": _ro(global_head_dim=512),
     "diffusion_gemma_text": _ro(global_head_dim=512),
     "embedding_gemma2_text": _ro(global_head_dim=512),
     "gemma4_unified_text": _ro(global_head_dim=512),
-    "gpt_neox": _ro(rotary_pct=0.25, rotary_emb_base=10000.0, max_position_embeddings=2048),
     "gptj": _ro(rotary_dim=64, n_positions=2048, n_embd=4096, n_head=16),
-    "phi3": _ro(max_position_embeddings=4096, original_max_position_embeddings=4096),
-    "deepseek_v2": _ro(qk_rope_head_dim=64),
-    "deepseek_v3": _ro(qk_rope_head_dim=64),
     "kimi_k2": _ro(qk_rope_head_dim=64),
-    "glm": _ro(partial_rotary_factor=0.5),
-    "glm4": _ro(partial_rotary_factor=0.5),
-    "glm4v_text": _ro(partial_rotary_factor=0.5, mrope_section=(8, 12, 12)),
-    "glm4v_moe_text": _ro(partial_rotary_factor=0.5, mrope_section=(8, 12, 12)),
+    "glm4v_text": _ro(mrope_section=(8, 12, 12)),
+    "glm4v_moe_text": _ro(mrope_section=(8, 12, 12)),
     "qwen3_vl_text": _ro(mrope_section=(24, 20, 20)),
     "chatglm": _ro(rope_ratio=1.0),
-    "mimo_v2_flash": _ro(head_dim=192, rope_theta=5_000_000.0, swa_rope_theta=10_000.0, partial_rotary_factor=0.334),
-    "deepseek_v4": _ro(head_dim=512, rope_theta=10000.0, compress_rope_theta=160000.0),
-    "dots3_note_text": _ro(swa_rope_theta=50_000.0),
     "llama4_text": _ro(no_rope_layer_interval=4),
+    # configuration_mistral_large4.py: no_rope_layers built with kwargs.pop("no_rope_layer_interval", 4)
+    "mistral_large4_text": _ro(no_rope_layer_interval=4),
     "smollm3": _ro(no_rope_layer_interval=4),
     # configuration_recurrent_gemma.py: block_types default (recurrent, recurrent, attention), cycled over the
     # layers (published configs that spell it "_block_types" get this default in transformers 5.24)

@@ -4,14 +4,23 @@ The steps (docs/hf-configs.md has the full rules):
 
 1. Levels: the text part is ``text_config`` when the config has one, else the top level; a vision
    tower whose 2-D RoPE roperef models (:data:`~roperef.hf.quirks.VISION_FORMS_BY_TYPE`) adds ``vision``.
+   A composite whose text config sits elsewhere (Omni ``thinker_config.text_config``, ColPali
+   ``vlm_config.text_config``) is read there (:data:`~roperef.hf.config_classes.TEXT_PATHS`). A model type
+   transformers does not ship is read as the family its ``architectures`` / ``auto_map`` classes name
+   (:mod:`roperef.hf.unknown_types`); several families, or none while the pairing is not given, are refused.
 2. RoPE or not: an override ``rope=none``; a model type transformers ships without any rotary embedding
-   (:data:`~roperef.hf.families.NO_ROPE_FAMILIES`: BERT, GPT-2, Jamba, Nemotron-H, ...);
+   (:data:`~roperef.hf.families.NO_ROPE_FAMILIES`: BERT, GPT-2, Jamba, Nemotron-H, ...: "no RoPE in
+   transformers' code"; with RoPE keys and an ``auto_map`` to remote code, refused as "RoPE in remote code
+   roperef does not model"); the family's own switch keys (:func:`~roperef.hf.class_rules.switched_off`);
+   for remote-code and unknown model types, and transformers families whose source reads them:
    ``position_embedding_type`` other than ``rope``/``rotary``; ``alibi: true``; ``use_rope`` /
-   ``use_mem_rope: false``; ``mla_use_nope: true`` (Kimi-Linear: the MLA layers are NoPE, the linear
-   layers have none). A model type roperef does not know and whose config has no RoPE key is refused
-   (say ``rope=none`` or give the RoPE keys). A transformers RoPE form roperef does not model is refused.
-3. The RoPE entries: ``rope_scaling`` (wins, as in transformers) or ``rope_parameters``; nested by the
-   declared layer types (or the family's labels), else one entry, plus per-layer thetas:
+   ``use_mem_rope: false``; ``mla_use_nope: true``. A model type roperef does not know and whose config has
+   no RoPE key is refused (say ``rope=none`` or give the RoPE keys). A transformers RoPE form roperef does
+   not model is refused.
+3. The RoPE entries: for a transformers family, as its config class builds them
+   (:func:`~roperef.hf.class_rules.class_entries`); otherwise ``rope_scaling`` (wins, as in transformers) or
+   ``rope_parameters``; nested by the declared layer types (or the family's labels), else one entry, plus
+   per-layer thetas:
    ``rope_local_base_freq`` / ``swa_rope_theta`` (sliding layers: ``default`` at that base) and
    ``compress_rope_theta`` (DeepSeek V4: ``main`` = ``default`` at ``rope_theta`` for sliding layers,
    ``compress`` = the config's scaling at ``compress_rope_theta`` for compressed layers, YaRN attention
@@ -28,13 +37,26 @@ from typing import Any
 
 from ..errors import bad
 from ..spec import RopeSpec
+from . import config_classes as cc
 from . import families as fam
+from .class_rules import (
+    GENERIC_SWITCH_KEYS,
+    class_entries,
+    class_has_layer_types,
+    class_labels,
+    derived_sizes,
+    has_class_section,
+    reads_switch,
+    switched_off,
+    text_defaults,
+)
 from .keys import Level, check_section_keys, clean, model_type_of, number
 from .layer_rules import LAYER_INDEX_KEYS
 from .layers import LAYER_NAMES, layer_types, nested_labels, rope_flags
 from .model import ModelRope
 from .quirks import MODEL_DEFAULTS, REMOTE_FAMILIES, VISION_FORMS_BY_TYPE, HFQuirks
 from .rope_params import IGNORABLE_KEYS, PARAM_KEYS, Context, head_dim, one_spec
+from .unknown_types import class_names, family_of, remote_code_names
 
 __all__ = ["resolve"]
 
@@ -57,26 +79,45 @@ def _known(model_type: str) -> str:
     return "unknown"
 
 
-def _no_rope_reason(c: Level, known: str, pseudo: Mapping[str, Any]) -> str | None:
-    mt = c.model_type
+def _no_rope_reason(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> str | None:
+    """Why the model has no RoPE (None: it has), or a refusal naming which of the three it is: no RoPE in
+    transformers' code, RoPE in remote code roperef does not model, or a value missing."""
+    mt, known = c.model_type, ctx.known
     if pseudo.get("rope") == "none":
         return "declared by the override rope=none"
-    if mt in fam.NO_ROPE_FAMILIES:
+    if mt in fam.NO_ROPE_FAMILIES and known != "unknown":  # (unknown: its remote code's keys, pairing given)
         extra = [k for k in _ROPE_KEYS if c.given(k)]
+        if extra and ctx.remote_code:
+            bad(c.key("model_type"), mt, f"RoPE in remote code roperef does not model: transformers "
+                f"{fam.TRANSFORMERS_VERSION}'s {mt} has no rotary embedding, but this config carries RoPE keys "
+                f"({', '.join(extra)}) and its auto_map points to remote code ({', '.join(ctx.remote_code)}); "
+                "--set pairing=half|adjacent|adjacent_in_half_out reads those keys by the generic rules, "
+                "--set rope=none declares that it has none")
         tail = f" (its {', '.join(extra)} key(s) are not used)" if extra else ""
-        return f"transformers {fam.TRANSFORMERS_VERSION} model_type {mt!r} has no rotary embedding{tail}"
-    kind = c.raw("position_embedding_type")
+        return (f"no RoPE in transformers' code: transformers {fam.TRANSFORMERS_VERSION} model_type {mt!r} has no "
+                f"rotary embedding{tail}")
+    if known == "transformers":
+        off = switched_off(c)
+        if off is not None:
+            return off
+        for key in GENERIC_SWITCH_KEYS:
+            if c.data.get(key) is not None and not reads_switch(mt, key):
+                ctx.note(f"{c.key(key)}={c.data[key]!r} ignored: transformers' {mt} code does not read it")
+        generic = {k for k in GENERIC_SWITCH_KEYS if reads_switch(mt, k) and not _probed_switch(mt, k)}
+    else:
+        generic = set(GENERIC_SWITCH_KEYS)
+    kind = c.raw("position_embedding_type") if "position_embedding_type" in generic else None
     if kind is not None:
         if not isinstance(kind, str):
             bad(c.key("position_embedding_type"), kind, "must be a string", TypeError)
         if kind.lower() not in ("rope", "rotary"):
             return f"{c.key('position_embedding_type')}={kind!r}"
-    if c.raw("alibi") is True:
+    if "alibi" in generic and c.raw("alibi") is True:
         return f"{c.key('alibi')}=true (ALiBi instead of RoPE)"
     for flag in _OFF_FLAGS:
-        if c.raw(flag) is False:
+        if flag in generic and c.raw(flag) is False:
             return f"{c.key(flag)}=false"
-    if c.raw("mla_use_nope") is True:
+    if "mla_use_nope" in generic and c.raw("mla_use_nope") is True:
         return f"{c.key('mla_use_nope')}=true: the MLA attention layers use no position embedding"
     if mt in fam.OTHER_ROPE_FAMILIES and mt not in _HAND_ROPE:
         bad(c.key("model_type"), mt, f"has a RoPE roperef's config reader does not model "
@@ -91,7 +132,23 @@ def _no_rope_reason(c: Level, known: str, pseudo: Mapping[str, Any]) -> str | No
     if known == "unknown" and not any(c.given(k) for k in _ROPE_KEYS):
         bad(c.key("model_type"), mt or None, "is not a model type roperef knows and the config has no RoPE key "
             f"({', '.join(_ROPE_KEYS)}); supply them (overrides / --set), or rope=none if the model has no RoPE")
+    if known == "unknown" and ctx.pairing_override is None and c.data.get("rope_interleave") is not True:
+        bad(c.key("model_type"), mt or None, _unknown_pairing(ctx))  # rope_interleave: true states the pairing
     return None
+
+
+def _probed_switch(model_type: str, key: str) -> bool:
+    return key in cc.ROPE_SWITCHES.get(model_type, {})
+
+
+def _unknown_pairing(ctx: Context) -> str:
+    """The refusal of a model type nobody knows: the pairing is missing (never guessed), and how to give it."""
+    said = ctx.names_given or ()
+    where = (f"its architectures / auto_map name no transformers class ({', '.join(said)})" if said else
+             "it names no architectures or auto_map class")
+    return (f"a value is missing: this model type is not one transformers ships or roperef knows, and {where}, so "
+            "which channels rotate together is not known; give it with --set pairing=half|adjacent|"
+            "adjacent_in_half_out (transformers' rotate_half is half), or --set rope=none if the model has no RoPE")
 
 
 def _section(c: Level) -> tuple[dict[str, Any], str]:
@@ -155,20 +212,43 @@ def _layer_label(kind: str, labels: set[str], compress: bool) -> str | None:
     return kind if kind in labels else None
 
 
-def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any]) -> tuple[dict[str, RopeSpec], tuple[str | None, ...],
-                                                                     tuple[str, ...], str | None]:
+def _text(c: Level, ctx: Context, pseudo: Mapping[str, Any],
+          wrapper: str | None) -> tuple[dict[str, RopeSpec], tuple[str | None, ...], tuple[str, ...], str | None]:
     types = layer_types(c)
     for key, (readers, _source) in LAYER_INDEX_KEYS.items():
         if c.given(key) and c.model_type not in readers:
             ctx.note(f"{c.key(key)} ignored: only {', '.join(sorted(readers))} read it (transformers)")
-    reason = _no_rope_reason(c, ctx.known, pseudo)
+    reason = _no_rope_reason(c, ctx, pseudo)
     if reason is not None:
         return {}, (None,) * len(types), types, reason
     _runtime_rescaling(c, ctx)
-    section, where = _per_layer_lists(c, types) or _section(c)
+    lists = _per_layer_lists(c, types)
+    section, where = lists or _section(c)
     declared = _labels_declared(c, types)
+    by_class = lists is None and ctx.known == "transformers" and has_class_section(c.model_type)
+    if by_class:  # nested only by the labels transformers' config object has (its layer_types, its rope labels)
+        declared = class_labels(c.model_type) | (set(types) if class_has_layer_types(c.model_type) else set())
+        section = {k: v for k, v in section.items() if k in declared or not isinstance(v, Mapping)}
     nested = nested_labels(section, declared)
-    if nested:
+    built = class_entries(c, declared, wrapper, ctx.note) if by_class else None
+    if built is not None:
+        for label in nested:
+            if section[label] is not None:
+                check_section_keys(f"{where}.{label}", section[label], PARAM_KEYS, IGNORABLE_KEYS)
+        if not nested:
+            for key, why in check_section_keys(where, section, PARAM_KEYS, IGNORABLE_KEYS):
+                ctx.note(f"{key} ignored: {why}")
+        entries, where, nested = built
+        extra = derived_sizes(c, entries)
+        if extra:
+            c = Level(c.data, c.path, c.model_type, {**c.defaults, **extra}, fam.ATTRIBUTE_MAPS.get(c.model_type))
+        if nested:
+            specs = {lab: one_spec(entries[lab] or {}, c, f"{where}.{lab}", ctx, head=_layer_head(c, lab),
+                                   from_class=True) for lab in nested if entries[lab] is not None}
+            nulls = {lab for lab in nested if entries[lab] is None}
+        else:
+            specs, nulls = {"text": one_spec(entries[None] or {}, c, where, ctx, from_class=True)}, set()
+    elif nested:
         flat = [k for k in section if k not in nested]
         for key in flat:
             ctx.note(f"{where}.{key} ignored: transformers reads only the per-layer-type entries of a nested "
@@ -310,23 +390,51 @@ def _vision(c: Level, ctx: Context) -> RopeSpec:
         raise type(exc)(f"{exc} (config {c.path or 'vision_config.'})") from None
 
 
-def _thinker(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, list[str]]:
-    """Omni models (Qwen2.5-Omni, Qwen3-Omni): the text and vision configs sit in ``thinker_config``
-    (transformers' ``get_text_config`` returns ``thinker_config.get_text_config()``); the speech ``talker``
-    is a second decoder with its own RoPE, said in a note and not modelled."""
-    thinker = cfg.get("thinker_config")
-    if cfg.get("text_config") is not None or thinker is None:
-        return cfg, "", []
-    if not isinstance(thinker, Mapping):
-        bad("thinker_config", thinker, "must be a JSON object (dict)", TypeError)
-    notes = ["the text and vision configs are read from thinker_config (transformers' get_text_config)"]
-    if cfg.get("talker_config") is not None:
+def _descend(cfg: Mapping[str, Any], top_type: str) -> tuple[Mapping[str, Any], str, list[str], str]:
+    """``(the config level that holds the text config, its key prefix, notes, the text config's key)``.
+
+    Most composites keep it at ``text_config``; some one level down or under another key, as their class
+    says (:data:`roperef.hf.config_classes.TEXT_PATHS`, transformers' ``get_text_config``): Qwen2.5-Omni
+    ``thinker_config.text_config`` (the speech ``talker`` is a second decoder, said in a note, not modelled),
+    ColPali ``vlm_config.text_config``, Dia ``decoder_config``. A config that already has ``text_config`` at
+    the top, or lacks the path, is read as it is."""
+    path = cc.TEXT_PATHS.get(top_type)
+    if not path or cfg.get("text_config") is not None or cfg.get(path[0]) is None:
+        return cfg, "", [], "text_config"
+    node, prefix = cfg, ""
+    for key in path[:-1]:
+        sub = node.get(key)
+        if not isinstance(sub, Mapping):
+            bad(f"{prefix}{key}", sub, "must be a JSON object (dict)", TypeError)
+        node, prefix = sub, f"{prefix}{key}."
+    notes = [f"the text config is read from {prefix}{path[-1]} (transformers' get_text_config)"]
+    if prefix and cfg.get("talker_config") is not None:
         notes.append("talker_config (the speech decoder, its own RoPE) is not part of the spec: not modelled")
-    return thinker, "thinker_config.", notes
+    return node, prefix, notes, path[-1]
 
 
-def _level(data: Mapping[str, Any], path: str, model_type: str) -> Level:
-    return Level(data, path, model_type, MODEL_DEFAULTS.get(model_type), fam.ATTRIBUTE_MAPS.get(model_type))
+def _by_class_names(top: Mapping[str, Any], text_type: str, path: str, pseudo: Mapping[str, Any],
+                    notes: list[str]) -> tuple[str, str]:
+    """``(model type, known)`` for a text model type nobody knows: the transformers family its architectures /
+    auto_map classes name (:func:`roperef.hf.unknown_types.family_of`), said in a note; several families are
+    refused (never a guess) unless the pairing is given; none leaves it unknown."""
+    found = family_of(top)
+    if found.model_type is not None and _known(found.model_type) == "transformers":
+        notes.append(f"{path}model_type {text_type!r} is not a model type transformers ships: read as "
+                     f"{found.model_type!r}, the transformers family of its {', '.join(found.names)}")
+        return found.model_type, "transformers"
+    if len(found.families) > 1 and pseudo.get("pairing") is None:
+        bad(f"{path}model_type", text_type, f"a value is missing: not a model type transformers ships, and its "
+            f"architectures / auto_map ({', '.join(found.names)}) name classes of several transformers families "
+            f"({', '.join(found.families)}); choose one with --set {path}model_type=NAME")
+    return text_type, "unknown"
+
+
+def _level(data: Mapping[str, Any], path: str, model_type: str, wrapper: str | None = None) -> Level:
+    """One config level with its model type's defaults: the config class's (generated, and what a composite
+    ``wrapper`` sets in its text_config), then roperef's documented ones (:data:`MODEL_DEFAULTS`)."""
+    defaults = {**text_defaults(model_type, wrapper), **MODEL_DEFAULTS.get(model_type, {})}
+    return Level(data, path, model_type, defaults, fam.ATTRIBUTE_MAPS.get(model_type))
 
 
 def _wrapper_types(top_type: str) -> tuple[str | None, str | None]:
@@ -337,28 +445,42 @@ def _wrapper_types(top_type: str) -> tuple[str | None, str | None]:
 
 def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any]) -> ModelRope:
     """The :class:`ModelRope` of a parsed config (overrides already applied; ``pseudo``: pairing / rope)."""
+    top = cfg
     top_type = model_type_of(cfg, "", "")
-    cfg, prefix, omni_notes = _thinker(cfg)
+    cfg, prefix, notes, text_key = _descend(cfg, top_type)
     if prefix:
         top_type = model_type_of(cfg, prefix, top_type)
     default_text, default_vision = _wrapper_types(top_type)
-    if top_type in VISION_FORMS_BY_TYPE and cfg.get("text_config") is None:  # a vision tower on its own
+    if top_type in VISION_FORMS_BY_TYPE and cfg.get(text_key) is None:  # a vision tower on its own
         c = _level(cfg, "", top_type)
         ctx = Context(quirks, "transformers")
         return ModelRope(top_type, {"vision": _vision(c, ctx)})
-    text_cfg = cfg.get("text_config")
+    text_cfg = cfg.get(text_key)
+    wrapper = top_type if text_cfg is not None and top_type in fam.WRAPPER_FAMILIES else None
     if text_cfg is not None:
         if not isinstance(text_cfg, Mapping):
-            bad(f"{prefix}text_config", text_cfg, "must be a JSON object (dict)", TypeError)
-        text_type = model_type_of(text_cfg, f"{prefix}text_config.", default_text or top_type)
-        c = _level(text_cfg, f"{prefix}text_config.", text_type)
+            bad(f"{prefix}{text_key}", text_cfg, "must be a JSON object (dict)", TypeError)
+        path = f"{prefix}{text_key}."
+        data: Mapping[str, Any] = text_cfg
+        text_type = model_type_of(text_cfg, path, default_text or top_type)
     else:  # a wrapper's text keys may sit at the top level
-        text_type = default_text or top_type
-        c = _level(cfg, "", text_type)
-    ctx = Context(quirks, _known(text_type), pseudo.get("pairing"))
-    for note in omni_notes:
+        path, data, text_type = "", cfg, default_text or top_type
+    known = _known(text_type)
+    if known == "unknown":
+        text_type, known = _by_class_names(top, text_type, path, pseudo, notes)
+    remote = remote_code_names(top)
+    if (text_type in fam.NO_ROPE_FAMILIES and remote and pseudo.get("pairing") is not None
+            and any(data.get(k) is not None for k in _ROPE_KEYS)):
+        known = "unknown"  # RoPE keys of remote code, read by the generic rules with the pairing given
+        notes.append(f"model_type {text_type!r} has no RoPE in transformers; its RoPE keys are read by the generic "
+                     f"rules for the remote code its auto_map names ({', '.join(remote)})")
+    c = _level(data, path, text_type, wrapper if known == "transformers" else None)
+    if known != "transformers":
+        c = Level(data, path, text_type, MODEL_DEFAULTS.get(text_type), fam.ATTRIBUTE_MAPS.get(text_type))
+    ctx = Context(quirks, known, pseudo.get("pairing"), remote_code=remote, names_given=class_names(top))
+    for note in notes:
         ctx.note(note)
-    specs, layers, types, no_rope = _text(c, ctx, pseudo)
+    specs, layers, types, no_rope = _text(c, ctx, pseudo, wrapper if known == "transformers" else None)
     vision_cfg = cfg.get("vision_config")
     vision: RopeSpec | None = None
     if vision_cfg is not None:

@@ -61,6 +61,8 @@ class Context:
     quirks: HFQuirks
     known: str  # "transformers", "remote" or "unknown"
     pairing_override: str | None = None
+    remote_code: tuple[str, ...] = ()  # the class names the config's auto_map points to
+    names_given: tuple[str, ...] = ()  # its architectures and auto_map class names
     assumed: list[Assumption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -76,11 +78,19 @@ class Context:
 def head_dim(c: Level, quirks: HFQuirks) -> int:
     """D: ``qk_rope_head_dim`` (MLA; skipped when ``use_mla`` is false), ``head_dim``, ``attention_head_dim``, ``kv_channels`` (ChatGLM, JetMoE), else
     ``hidden_size // num_attention_heads`` (also ``n_embd // n_head``, vision ``embed_dim`` / ``num_heads``)."""
+    factor = None
+    rule = quirks.head_dim_from_hidden.get(c.model_type)
+    if rule is not None:  # the class sets its head width (key) to k * hidden_size // num_attention_heads itself
+        k, key, always = rule
+        literal = c.data.get("head_dim") is not None and key != "head_dim"  # set after __post_init__: it wins
+        if not literal and (always or c.data.get(key) is None):
+            factor = k
     for name in ("qk_rope_head_dim", "head_dim", "attention_head_dim", "kv_channels"):
         if name == "qk_rope_head_dim" and c.raw("use_mla") is False:
             continue  # an MLA-capable config with MLA off (Unlimited-OCR): the plain attention's head
-        if name == "head_dim" and ((c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden)
-                                   or c.model_type in quirks.head_dim_from_hidden):
+        if name != "qk_rope_head_dim" and factor is not None:
+            break  # the config class overwrites head_dim with factor * hidden_size // num_attention_heads
+        if name == "head_dim" and c.model_type == "pixtral" and quirks.pixtral_head_dim_from_hidden:
             continue
         if c.has(name):
             return c.need_int(name)
@@ -89,11 +99,12 @@ def head_dim(c: Level, quirks: HFQuirks) -> int:
         hidden_name = "embed_dim"
     heads_name = next((n for n in ("num_attention_heads", "n_head", "num_heads", "n_heads") if c.has(n)), None)
     if hidden_name is None or heads_name is None:
-        bad(c.key("head_dim"), None, "is required (or hidden_size and num_attention_heads)")
+        bad(c.key("head_dim"), None, "is required (or hidden_size and num_attention_heads): a value is missing; give "
+            f"it with --set {c.key('head_dim')}=N")
     hidden, heads = c.need_int(hidden_name), c.need_int(heads_name)
     if hidden % heads:
         bad(c.key(hidden_name), hidden, f"must be divisible by {heads_name}={heads} when head_dim is absent")
-    return hidden // heads
+    return (factor or 1) * hidden // heads
 
 
 def _max_positions(c: Level) -> int | None:
@@ -125,6 +136,9 @@ def _rope_type(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks) -> 
 
 def _pairing(c: Level, ctx: Context) -> str:
     q = ctx.quirks
+    given = c.data.get("rope_interleave")
+    if given is not None and not isinstance(given, bool):
+        bad(c.key("rope_interleave"), given, "must be true or false", TypeError)
     if ctx.pairing_override is not None:
         return ctx.pairing_override
     mt = c.model_type
@@ -145,13 +159,20 @@ def _pairing(c: Level, ctx: Context) -> str:
     return base
 
 
-def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int) -> tuple[float | None, str | None]:
-    """``(rho, the key it came from)`` after checking that every width key the config gives agrees."""
+def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int,
+                 top_level: bool = True) -> tuple[float | None, str | None]:
+    """``(rho, the key it came from)`` after checking that every width key the config gives agrees.
+    ``top_level`` false: the entry was built as the config class builds it (:mod:`roperef.hf.class_rules`),
+    which already decided which keys outside it count, so only the entry is read."""
     found: list[tuple[str, Any, float]] = []  # (key, value as written, rho)
     if p.get("partial_rotary_factor") is not None:
         key = f"{where}.partial_rotary_factor"
         found.append((key, p["partial_rotary_factor"], number(key, p["partial_rotary_factor"])))
-    elif c.given("partial_rotary_factor"):
+    if not top_level:
+        if found and found[0][2] > 1:
+            bad(found[0][0], found[0][1], "must be in (0, 1]")
+        return (found[0][2], found[0][0]) if found else (None, None)
+    if not found and c.given("partial_rotary_factor"):
         found.append((c.key("partial_rotary_factor"), c.raw("partial_rotary_factor"), c.need_num("partial_rotary_factor")))
     if c.given("rotary_pct"):
         found.append((c.key("rotary_pct"), c.raw("rotary_pct"), c.need_num("rotary_pct")))
@@ -176,7 +197,8 @@ def _rho_sources(p: Mapping[str, Any], c: Level, where: str, head: int) -> tuple
     return found[0][2], found[0][0]
 
 
-def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ctx: Context) -> tuple[int, int]:
+def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ctx: Context,
+            top_level: bool = True) -> tuple[int, int]:
     """``(rotary_dim, freq_dim)``: ``d = int(D*rho)`` when rho applies, ``rotary_dim = 2*ceil(d/2)``."""
     if kind == "proportional":
         return head, head
@@ -188,7 +210,8 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
             bad(c.key("rotary_dim"), d, f"must be <= head_dim={head}")
         return 2 * math.ceil(d / 2), d
     if c.has("qk_rope_head_dim"):  # MLA: D is the rope slice, which rotates whole; rho (V4) is of head_dim
-        rho, rho_key = _rho_sources(p, c, where, c.int_("head_dim") or head) if c.has("head_dim") else (None, None)
+        rho, rho_key = _rho_sources(p, c, where, c.int_("head_dim") or head, top_level) if c.has("head_dim") else (
+            None, None)
         full = c.int_("head_dim") if c.has("head_dim") else None
         if rho is not None and full is not None and int(full * rho) != head:
             bad(rho_key or "partial_rotary_factor", rho, f"disagrees with {c.key('qk_rope_head_dim')}={head}: "
@@ -196,7 +219,7 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
         if head % 2:
             bad(c.key("qk_rope_head_dim"), head, "must be even (pairs of channels rotate together)")
         return head, head
-    rho, rho_key = _rho_sources(p, c, where, head)
+    rho, rho_key = _rho_sources(p, c, where, head, top_level)
     honours = ctx.known != "transformers" or c.model_type in ctx.quirks.default_honours_partial_rotary
     if rho is not None and kind == "default" and not honours:
         ctx.note(f"{rho_key} not applied: transformers' {c.model_type} default RoPE init rotates the whole head")
@@ -214,13 +237,17 @@ def _widths(kind: str, p: Mapping[str, Any], c: Level, head: int, where: str, ct
     return 2 * math.ceil(d / 2), d
 
 
-def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: float | None) -> float:
+def _theta(p: Mapping[str, Any], c: Level, where: str, ctx: Context, fallback: float | None,
+           top_level: bool = True) -> float:
     if c.model_type in ("gptj", "codegen") and ctx.quirks.gptj_theta is not None:
         return ctx.quirks.gptj_theta
     if p.get("rope_theta") is not None:
         return number(f"{where}.rope_theta", p["rope_theta"])
     if fallback is not None:
         return fallback
+    if not top_level:
+        bad(f"{where}.rope_theta", None, f"is required: transformers' {c.model_type} config class sets no theta for "
+            f"this config (its rotary module would fail); give it with --set {where}.rope_theta=VALUE")
     if c.model_type == "chatglm":
         return 10000.0 * c.need_num("rope_ratio")
     if c.given("rope_theta"):
@@ -264,13 +291,15 @@ def _scaling(kind: str, p: Mapping[str, Any], c: Level, where: str, quirks: HFQu
     if kind in _NEEDS_L0:
         l0 = _original_max(p, c, where, quirks, m)
         if l0 is None:
-            bad(f"{where}.original_max_position_embeddings", None, f"is required for rope_type '{kind}'")
+            bad(f"{where}.original_max_position_embeddings", None, f"is required for rope_type '{kind}': a value is "
+                f"missing; give it with --set {where}.original_max_position_embeddings=N")
         kw["original_max_position_embeddings"] = l0
     if kind in ("linear", "dynamic", "llama3", "yarn"):
         take("factor")
     if kind == "dynamic":
         if m is None:
-            bad(c.key("max_position_embeddings"), None, "is required for rope_type 'dynamic'")
+            bad(c.key("max_position_embeddings"), None, "is required for rope_type 'dynamic': a value is missing; give "
+                f"it with --set {c.key('max_position_embeddings')}=N")
         kw["max_position_embeddings"] = m
     elif kind == "ntk":
         kw["alpha"] = p.get("alpha")
@@ -320,27 +349,31 @@ def _mrope(p: Mapping[str, Any], c: Level, where: str, quirks: HFQuirks) -> tupl
 
 
 def one_spec(p: Mapping[str, Any], c: Level, where: str, ctx: Context, *,
-             head: int | None = None, theta: float | None = None, extra: Mapping[str, Any] | None = None) -> RopeSpec:
+             head: int | None = None, theta: float | None = None, extra: Mapping[str, Any] | None = None,
+             from_class: bool = False) -> RopeSpec:
     """One RopeSpec from a flat rope-parameter dict ``p`` (may be empty) at config level ``c``.
 
     ``extra`` are parameters inherited from elsewhere (DeepSeek V4's compress entry takes the
-    ``rope_scaling`` dict); ``p`` wins over them.
+    ``rope_scaling`` dict); ``p`` wins over them. ``from_class``: ``p`` is an entry as the model type's
+    config class builds it (:func:`roperef.hf.class_rules.class_entries`): its theta and rotary fraction
+    are read from it alone, never from keys outside it.
     """
     if not isinstance(p, Mapping):
         bad(where, p, "must be a JSON object (dict) or null", TypeError)
     p = {**(extra or {}), **clean(p)}
     kind = _rope_type(p, c, where, ctx.quirks)
     head = head_dim(c, ctx.quirks) if head is None else head
-    rotary, freq = _widths(kind, p, c, head, where, ctx)
+    rotary, freq = _widths(kind, p, c, head, where, ctx, not from_class)
     rho = None
     if kind == "proportional":
-        rho_raw = p.get("partial_rotary_factor", c.raw("partial_rotary_factor"))
+        rho_raw = p.get("partial_rotary_factor") if from_class else p.get("partial_rotary_factor",
+                                                                          c.raw("partial_rotary_factor"))
         rho = None if rho_raw is None else number(f"{where}.partial_rotary_factor", rho_raw)
     section, layout = _mrope(p, c, where, ctx.quirks)
     pairing = _pairing(c, ctx)
     if pairing not in PAIRINGS:
         bad("pairing", pairing, f"expected one of {', '.join(PAIRINGS)}")
-    theta = _theta(p, c, where, ctx, theta)
+    theta = _theta(p, c, where, ctx, theta, not from_class)
     scaling = _scaling(kind, p, c, where, ctx.quirks, rho)
     try:
         return RopeSpec(head_dim=head, rotary_dim=rotary, freq_dim=freq, pairing=pairing, theta=theta,
