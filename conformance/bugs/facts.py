@@ -86,7 +86,7 @@ def _plain_rows(case: GoldenCase) -> np.ndarray | None:
     if pos is None:
         return None
     rows = position_rows(case.spec, pos)[0]
-    return rows.reshape(1, -1) if rows.ndim <= 1 else rows.reshape(rows.shape[0], -1)
+    return rows.reshape(1, rows.size) if rows.ndim <= 1 else rows.reshape(rows.shape[0], int(np.prod(rows.shape[1:])))
 
 
 def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFacts:
