@@ -2,8 +2,14 @@
 
 bfloat16 crosses the boundary through ``ml_dtypes``: a NumPy bfloat16 array is viewed as
 uint16, handed to torch as int16 and viewed back as ``torch.bfloat16`` (bit-exact, no
-rounding); the way back is the same in reverse. Every ``to_torch`` call copies, so an
-adapter can never modify the judge's input arrays.
+rounding); the way back is the same in reverse. Every ``to_torch`` call copies (a C-contiguous
+copy), so an adapter can never modify the judge's input arrays.
+
+Adapters that declare memory layouts or in-place calls (``Capabilities.layouts``,
+``call_forms``) hand the library the judge's own memory instead: :func:`view_to_torch` (CPU: a
+tensor sharing the array's memory, strides and offset) and :func:`device_view` (a GPU copy of the
+whole buffer the array views, with the view's strides and offset inside it, copied back after the
+call so that what the library wrote, inside or outside the view, reaches the judge).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ __all__ = [
     "positions_to_torch",
     "vjp",
     "max_cache_rows",
+    "view_to_torch",
+    "device_view",
 ]
 
 #: Default largest position table a cache-lookup adapter builds (rows = max position + 1).
@@ -90,6 +98,54 @@ def to_numpy(t: Any) -> np.ndarray:
 
         return t.view(torch.int16).numpy().view(np.uint16).view(ml_dtypes.bfloat16).copy()
     return t.numpy().copy()
+
+
+def view_to_torch(arr: np.ndarray) -> Any:
+    """A CPU tensor on ``arr``'s own memory (no copy; strides and offset kept; bfloat16 bit-exact)."""
+    import torch
+
+    if arr.dtype.name == "bfloat16":
+        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(arr)
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
+
+
+def device_view(arr: np.ndarray, device: str) -> tuple[Any, Any]:
+    """``(view, copy_back)``: ``arr`` as a tensor on ``device`` inside a device copy of the whole
+    contiguous buffer it views (same element strides and offset), and a function that copies that
+    device buffer back into the buffer. Without such a buffer (an array that owns its memory, or one
+    viewing non-contiguous memory) the buffer is ``arr`` itself."""
+    import torch
+
+    root = _root(arr)
+    if root.flags.c_contiguous:
+        flat = root.reshape(-1)
+    elif root.flags.f_contiguous:
+        flat = root.T.reshape(-1)
+    else:
+        root, flat = arr, None
+    if flat is None or arr.dtype != root.dtype:
+        t = to_torch(arr, device)
+
+        def back_copy() -> None:
+            arr[...] = to_numpy(t)
+
+        return t, back_copy
+    item = arr.itemsize
+    offset = (arr.__array_interface__["data"][0] - flat.__array_interface__["data"][0]) // item
+    base = to_torch(flat, device)
+    view = torch.as_strided(base, arr.shape, tuple(st // item for st in arr.strides), offset)
+
+    def back() -> None:
+        flat[...] = to_numpy(base)
+
+    return view, back
 
 
 def positions_to_torch(positions: np.ndarray, device: str = "cpu") -> Any:

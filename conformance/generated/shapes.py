@@ -32,8 +32,8 @@ one case, values a declaration excludes or that cannot meet (a decode row has on
 no heads, window or layout; GQA needs a head count with a proper divisor; MLA's head dims need the
 window last) aside. A dimension not being swept in a row sits at its cheapest value, and a row holds
 at most :data:`MAX_ELEMENTS` elements, so the sweep stays cheap. Added to it: one empty input per
-interface axis (no batch row, no token, no head) where the declaration has ``zero_size``, and one
-case of more than 4096 rows per interface.
+interface axis (no batch row, no token, no head) where the declaration has ``zero_size``, and two
+cases of more than 4096 token rows per interface (:data:`BIG_ROWS`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from .gencase import GenCase, light_case
 from .positions import Regime
 
 __all__ = [
-    "TOKENS", "HEAD_COUNTS", "BATCH_ROWS", "PAIR_COUNTS", "WINDOWS", "WINDOW_OFFSETS", "MAX_ELEMENTS", "ROW_STARTS",
+    "TOKENS", "HEAD_COUNTS", "BATCH_ROWS", "PAIR_COUNTS", "WINDOWS", "WINDOW_OFFSETS", "MAX_ELEMENTS", "ROW_STARTS", "BIG_ROWS",
     "ShapeRow", "sweep_rows", "sweep_cases", "shape_case", "window_spec", "token_regime", "packed_lengths", "Kind", "kinds_of",
 ]
 
@@ -104,7 +104,7 @@ def kinds_of(iface: Interface) -> list[Kind]:
 def window_spec(n: int, window: str, pairing: str) -> RopeSpec:
     """The spec of ``n`` pairs in ``window`` (theta 10000): head dim 2n, 2n + an odd tail, or an odd
     offset + 2n (the window last)."""
-    extra = WINDOW_OFFSETS[PAIR_COUNTS.index(n) % len(WINDOW_OFFSETS)] if n in PAIR_COUNTS else 1
+    extra = _extra(n)
     if window == "full":
         return RopeSpec(2 * n, pairing=pairing, theta=10000.0)
     if window == "partial":
@@ -193,13 +193,23 @@ class ShapeRow:
 
     def elements(self) -> int:
         """Elements of x (plus k): the case's size."""
-        if self.kind.grid == "table":
-            return self.token_rows * self.spec.n_pairs
-        out = self.token_rows * self.heads * self.spec.head_dim
-        k = self.k_heads
-        if k is not None:
-            out += self.token_rows * k * (self.k_spec or self.spec).head_dim
-        return out
+        return _elements(self.kind.grid, self.tokens, self.heads, self.batch, self.pairs, self.window, self.k_heads,
+                         self.k_shape == "head_dims")
+
+
+def _extra(n: int) -> int:
+    return WINDOW_OFFSETS[PAIR_COUNTS.index(n) % len(WINDOW_OFFSETS)] if n in PAIR_COUNTS else 1
+
+
+def _elements(grid: str, tokens: int, heads: int, batch: int, pairs: int, window: str, k_heads: int | None,
+              k_rope_only: bool) -> int:
+    """Elements of x (plus k) of a row: token rows x (heads x head dim + k heads x k's head dim)."""
+    rows = sum(packed_lengths(tokens, batch)) if grid == "packed" else batch * tokens
+    if grid == "table":
+        return rows * pairs
+    dim = 2 * pairs + (0 if window == "full" else _extra(pairs))
+    k_dim = 2 * pairs if k_rope_only else dim
+    return rows * (heads * dim + (k_heads or 0) * k_dim)
 
 
 def _finest(iface: Interface) -> list[str]:
@@ -224,29 +234,58 @@ def _row(dims: list[Sequence[Any]], idx: Sequence[int]) -> ShapeRow:
     return ShapeRow(*(d[i] for d, i in zip(dims, idx)))
 
 
-def _allowed(row: ShapeRow, iface: Interface, table_dtype: str) -> bool:
-    grid, stage = row.kind.grid, row.kind.stage
-    if grid == "decode" and row.tokens != 1:
+_UNSET = object()
+
+
+def _conflict(v: list[Any], iface: Interface, table_dtype: str) -> bool:
+    """Whether the values set so far (``_UNSET`` elsewhere) break a rule of the sweep."""
+    kind, tokens, heads, _batch, _pairs, window, dtype, _pairing, positions, layout, form, k_shape = v
+    grid = kind.grid if kind is not _UNSET else None
+    stage = kind.stage if kind is not _UNSET else None
+    if grid == "decode" and tokens not in (_UNSET, 1):
+        return True
+    if grid == "table" and (heads not in (_UNSET, 1) or window not in (_UNSET, "full") or dtype not in (_UNSET, table_dtype)):
+        return True
+    if grid == "packed" and positions == "rows":
+        return True  # packed sequences always have their own offsets ("odd" gives each its own)
+    if layout not in (_UNSET, CONTIGUOUS) and stage is not None and stage not in FORM_STAGES:
+        return True
+    if form not in (_UNSET, None) and stage is not None and (stage not in FORM_STAGES or form_method(stage, form) not in iface.methods):
+        return True
+    if k_shape not in (_UNSET, None):
+        if form is None or (form is not _UNSET and not form.startswith("qk")):
+            return True
+        if k_shape == "gqa" and heads is not _UNSET and _divisor(heads) is None:
+            return True
+        if k_shape == "mqa" and heads == 1:
+            return True
+        if k_shape == "head_dims" and window not in (_UNSET, "last"):
+            return True
+    return False
+
+
+def _allowed(dims: list[Sequence[Any]], idx: Sequence[int | None], iface: Interface, table_dtype: str) -> bool:
+    """The sweep's rules on a partial row (``None``: not set) and its size: the cheapest values in the
+    unset dimensions (index 0: 1 token, 1 head, 1 row, 1 pair, a full window, no k) keep the row
+    within :data:`MAX_ELEMENTS`."""
+    v = [d[i] if i is not None else _UNSET for d, i in zip(dims, idx)]
+    if _conflict(v, iface, table_dtype):
         return False
-    if grid == "table" and (row.heads != 1 or row.window != "full" or row.dtype != table_dtype):
-        return False
-    if grid == "packed" and row.positions == "rows":
-        return False  # packed sequences always have their own offsets ("odd" gives each its own)
-    if row.layout != CONTIGUOUS and stage not in FORM_STAGES:
-        return False
-    if row.form is not None and (stage not in FORM_STAGES or form_method(stage, row.form) not in iface.methods):
-        return False
-    qk = row.form is not None and row.form.startswith("qk")
-    if row.k_shape is not None:
-        if not qk:
-            return False
-        if row.k_shape == "gqa" and _divisor(row.heads) is None:
-            return False
-        if row.k_shape == "mqa" and row.heads == 1:
-            return False
-        if row.k_shape == "head_dims" and row.window != "last":
-            return False
-    return row.elements() <= MAX_ELEMENTS
+    cheapest = [d[0] if x is _UNSET else x for d, x in zip(dims, v)]
+    if v[11] is _UNSET:
+        cheapest[11] = None
+    if v[10] is _UNSET:
+        cheapest[10] = next((f for f in dims[10] if f is None or not str(f).startswith("qk")), None) \
+            if cheapest[11] is None else next((f for f in dims[10] if f and f.startswith("qk")), None)
+    _, tokens, heads, batch, pairs, window, _, _, _, _, form, k_shape = cheapest
+    if k_shape == "gqa" and _divisor(heads) is None:
+        heads = 4
+    k_heads = None
+    if form is not None and str(form).startswith("qk"):
+        k_heads = _divisor(heads) if k_shape == "gqa" else 1 if k_shape in ("mqa", "head_dims") else heads
+    kinds = [v[0]] if v[0] is not _UNSET else [kd for kd in dims[0] if not _conflict([kd, *v[1:]], iface, table_dtype)]
+    grids = {kd.grid for kd in kinds}
+    return any(_elements(g, tokens, heads, batch, pairs, window, k_heads, k_shape == "head_dims") <= MAX_ELEMENTS for g in grids)
 
 
 #: the dimensions of :func:`_dims` that are categories (spread evenly), not sizes (cheapest first)
@@ -259,30 +298,35 @@ def sweep_rows(iface: Interface) -> list[ShapeRow]:
     if not dims[0] or not dims[6] or not dims[7]:
         return []
     table_dtype = dims[6][0]
-    rows = covering_array(dims, lambda idx: _allowed(_row(dims, idx), iface, table_dtype), balanced=_BALANCED)
+    rows = covering_array(dims, lambda idx: _allowed(dims, idx, iface, table_dtype), balanced=_BALANCED)
     return [_row(dims, idx) for idx in rows]
 
 
+#: (batch rows, tokens per row) of the cases of more than 4096 token rows, per token grid
+BIG_ROWS = {"bshd": ((1, 4099), (5, 1025)), "table": ((1, 4099), (5, 1025)), "decode": ((4099, 1), (5003, 1)),
+            "packed": ((1, 4097), (3, 4097))}
+
+
 def _extra_rows(iface: Interface) -> list[tuple[ShapeRow, str | None]]:
-    """One empty input per axis (zero_size) and one case of more than 4096 rows, per interface."""
+    """Two cases of more than 4096 token rows and one empty input per axis (where the declaration has
+    ``zero_size``), per interface."""
     dtypes, pairings = _finest(iface), [p for p in PAIRINGS if p in iface.pairings]
     if not dtypes or not pairings:
         return []
     out: list[tuple[ShapeRow, str | None]] = []
     for k, kind in enumerate(kinds_of(iface)):
-        dt = dtypes[0] if kind.grid == "table" else dtypes[k % len(dtypes)]
-        pr = pairings[k % len(pairings)]
-        heads = 1 if kind.grid == "table" else 3
-        big = ShapeRow(kind, 4099 if kind.grid != "decode" else 1, heads, 1 if kind.grid != "decode" else 4099, 5, "full",
-                       dt, pr, "odd", CONTIGUOUS, None, None)
-        if kind.grid == "packed":
-            big = ShapeRow(kind, 2051, heads, 3, 5, "full", dt, pr, "odd", CONTIGUOUS, None, None)
-        out.append((big, None))
+        table = kind.grid == "table"
+        for i, (batch, tokens) in enumerate(BIG_ROWS[kind.grid]):
+            dt = dtypes[0] if table else dtypes[(k + i) % len(dtypes)]
+            heads = 1 if table else (3, 7)[i]
+            out.append((ShapeRow(kind, tokens, heads, batch, (5, 3)[i], "full", dt, pairings[(k + i) % len(pairings)],
+                                 "odd", CONTIGUOUS, None, None), None))
         if "zero_size" in iface.features and kind.grid != "packed":
             for axis in ("batch", "tokens", "heads"):
-                if (axis == "heads" and kind.grid == "table") or (axis == "tokens" and kind.grid == "decode"):
+                if (axis == "heads" and table) or (axis == "tokens" and kind.grid == "decode"):
                     continue
-                row = ShapeRow(kind, 5, heads, 3, 3, "full", dt, pr, "odd", CONTIGUOUS, None, None)
+                row = ShapeRow(kind, 5, 1 if table else 3, 3, 3, "full", dtypes[0] if table else dtypes[k % len(dtypes)],
+                               pairings[k % len(pairings)], "odd", CONTIGUOUS, None, None)
                 out.append((row, axis))
     return out
 
