@@ -268,10 +268,10 @@ def _allowed(dims: list[Sequence[Any]], idx: Sequence[int | None], iface: Interf
     """The sweep's rules on a partial row (``None``: not set) and its size: the cheapest values in the
     unset dimensions (index 0: 1 token, 1 head, 1 row, 1 pair, a full window, no k) keep the row
     within :data:`MAX_ELEMENTS`."""
-    v = [d[i] if i is not None else _UNSET for d, i in zip(dims, idx)]
+    v: list[Any] = [d[i] if i is not None else _UNSET for d, i in zip(dims, idx)]
     if _conflict(v, iface, table_dtype):
         return False
-    cheapest = [d[0] if x is _UNSET else x for d, x in zip(dims, v)]
+    cheapest: list[Any] = [d[0] if x is _UNSET else x for d, x in zip(dims, v)]
     if v[11] is _UNSET:
         cheapest[11] = None
     if v[10] is _UNSET:
