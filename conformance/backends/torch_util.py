@@ -30,6 +30,7 @@ __all__ = [
     "max_cache_rows",
     "view_to_torch",
     "device_view",
+    "device_views",
 ]
 
 #: Default largest position table a cache-lookup adapter builds (rows = max position + 1).
@@ -117,35 +118,52 @@ def _root(arr: np.ndarray) -> np.ndarray:
 
 
 def device_view(arr: np.ndarray, device: str) -> tuple[Any, Any]:
-    """``(view, copy_back)``: ``arr`` as a tensor on ``device`` inside a device copy of the whole
-    contiguous buffer it views (same element strides and offset), and a function that copies that
-    device buffer back into the buffer. Without such a buffer (an array that owns its memory, or one
-    viewing non-contiguous memory) the buffer is ``arr`` itself."""
+    """``(view, copy_back)`` for one array: see :func:`device_views`."""
+    (view,), back = device_views([arr], device)
+    return view, back
+
+
+def device_views(arrays: list[np.ndarray], device: str) -> tuple[list[Any], Any]:
+    """``(views, copy_back)``: each array as a tensor on ``device`` inside one device copy of the
+    contiguous buffer it views (arrays viewing the same buffer share one copy: q and k of a fused qkv
+    buffer), with the same element strides and offset; ``copy_back()`` copies every device buffer
+    back into its host buffer, so what the library wrote, inside or outside the views, reaches the
+    judge. An array without such a buffer (one that owns its memory, or views non-contiguous
+    memory) is its own buffer."""
     import torch
 
-    root = _root(arr)
-    if root.flags.c_contiguous:
-        flat = root.reshape(-1)
-    elif root.flags.f_contiguous:
-        flat = root.T.reshape(-1)
-    else:
-        root, flat = arr, None
-    if flat is None or arr.dtype != root.dtype:
-        t = to_torch(arr, device)
-
-        def back_copy() -> None:
-            arr[...] = to_numpy(t)
-
-        return t, back_copy
-    item = arr.itemsize
-    offset = (arr.__array_interface__["data"][0] - flat.__array_interface__["data"][0]) // item
-    base = to_torch(flat, device)
-    view = torch.as_strided(base, arr.shape, tuple(st // item for st in arr.strides), offset)
+    roots: list[tuple[np.ndarray, Any]] = []  # (host flat buffer, device copy)
+    views: list[Any] = []
+    for arr in arrays:
+        root = _root(arr)
+        if root.flags.c_contiguous:
+            flat = root.reshape(-1)
+        elif root.flags.f_contiguous:
+            flat = root.T.reshape(-1)
+        else:
+            flat = None
+        if flat is None or arr.dtype != root.dtype:
+            flat = np.ascontiguousarray(arr).reshape(-1) if arr.flags.c_contiguous else None
+        if flat is None:  # a view into non-contiguous memory: copy the array alone (and back into it)
+            t = to_torch(arr, device)
+            views.append(t)
+            roots.append((arr, t))
+            continue
+        start = flat.__array_interface__["data"][0]
+        found = next((dev for host, dev in roots if host is not arr and host.__array_interface__["data"][0] == start
+                      and host.size == flat.size and host.dtype == flat.dtype), None)
+        if found is None:
+            found = to_torch(flat, device)
+            roots.append((flat, found))
+        item = arr.itemsize
+        offset = (arr.__array_interface__["data"][0] - start) // item
+        views.append(torch.as_strided(found, arr.shape, tuple(st // item for st in arr.strides), offset))
 
     def back() -> None:
-        flat[...] = to_numpy(base)
+        for host, dev in roots:
+            host[...] = to_numpy(dev).reshape(host.shape)
 
-    return view, back
+    return views, back
 
 
 def positions_to_torch(positions: np.ndarray, device: str = "cpu") -> Any:
