@@ -16,7 +16,7 @@ from conformance.calls.memory import PAD_TOKENS, place
 from conformance.cases.form import CallForm, check_form_arrays, form_method
 from conformance.generated.gencase import materialize_generated
 from conformance.generated.plan import plan_cases
-from conformance.generated.shapes import ShapeRow, kinds_of, shape_case
+from conformance.generated.shapes import NA, ShapeRow, kinds_of, shape_case
 from conformance.judge.runner import RunOptions, run_cases
 from conformance.vocabulary import LAYOUTS, STAGES
 from roperef import reference
@@ -26,6 +26,8 @@ from tiled_bug_engines import TiledEngine
 def _row(kind_index=0, tokens=17, heads=5, batch=3, pairs=3, window="full", dtype="float32", pairing="half",
          positions="rows", layout="contiguous", form=None, k_shape=None, engine=None):
     kind = kinds_of(Interface.of(engine or TiledEngine()))[kind_index]
+    if form is None or not form.startswith("qk"):
+        k_shape = NA
     return ShapeRow(kind, tokens, heads, batch, pairs, window, dtype, pairing, positions, layout, form, k_shape)
 
 

@@ -56,7 +56,7 @@ from .gencase import GenCase, light_case
 from .positions import Regime
 
 __all__ = [
-    "TOKENS", "HEAD_COUNTS", "BATCH_ROWS", "PAIR_COUNTS", "WINDOWS", "WINDOW_OFFSETS", "MAX_ELEMENTS", "ROW_STARTS", "BIG_ROWS",
+    "TOKENS", "HEAD_COUNTS", "BATCH_ROWS", "PAIR_COUNTS", "WINDOWS", "WINDOW_OFFSETS", "MAX_ELEMENTS", "ROW_STARTS", "BIG_ROWS", "NA",
     "ShapeRow", "sweep_rows", "sweep_cases", "shape_case", "window_spec", "token_regime", "packed_lengths", "Kind", "kinds_of",
 ]
 
@@ -74,6 +74,9 @@ ROW_STARTS = (4093, 251, 65531, 7, 1048573)
 #: the first position of every row under one shared offset
 SHARED_START = 4093
 POSITIONS = ("odd", "rows", "zero")
+#: a dimension's value where it does not apply (a table's heads, window, layout and call form; the shape
+#: of k outside a q+k call)
+NA = "n/a"
 
 
 @dataclass(frozen=True)
@@ -157,29 +160,47 @@ class ShapeRow:
 
     kind: Kind
     tokens: int
-    heads: int
+    heads: int | str  # NA for a table
     batch: int
     pairs: int
-    window: str
+    window: str  # NA for a table
     dtype: str
     pairing: str
     positions: str
-    layout: str
-    form: str | None
-    k_shape: str | None
+    layout: str  # NA for a table
+    form: str | None  # a CALL_FORMS word, None (stage(x) -> y), NA for a table
+    k_shape: str | None  # a QK_SHAPES word, None (k shaped like q), NA when not a q+k call
+
+    @property
+    def qk(self) -> bool:
+        return isinstance(self.form, str) and self.form.startswith("qk")
+
+    @property
+    def call_form(self) -> str | None:
+        """The CALL_FORMS word (None: ``stage(x) -> y``; tables have none)."""
+        return None if self.form == NA else self.form
+
+    @property
+    def memory_layout(self) -> str:
+        return CONTIGUOUS if self.layout == NA else self.layout
+
+    @property
+    def head_count(self) -> int:
+        """Heads of x (q); 1 for a table (which has none)."""
+        return 1 if self.heads == NA else int(self.heads)
 
     @property
     def k_heads(self) -> int | None:
         """k's heads in a q+k call: q's, q's largest proper divisor (GQA), 1 (MQA, MLA's rope part)."""
-        if self.form is None or not self.form.startswith("qk"):
+        if not self.qk:
             return None
         if self.k_shape == "gqa":
-            return _divisor(self.heads)
-        return 1 if self.k_shape in ("mqa", "head_dims") else self.heads
+            return _divisor(self.head_count)
+        return 1 if self.k_shape in ("mqa", "head_dims") else self.head_count
 
     @property
     def spec(self) -> RopeSpec:
-        return window_spec(self.pairs, self.window, self.pairing)
+        return window_spec(self.pairs, "full" if self.window == NA else self.window, self.pairing)
 
     @property
     def k_spec(self) -> RopeSpec | None:
@@ -193,8 +214,8 @@ class ShapeRow:
 
     def elements(self) -> int:
         """Elements of x (plus k): the case's size."""
-        return _elements(self.kind.grid, self.tokens, self.heads, self.batch, self.pairs, self.window, self.k_heads,
-                         self.k_shape == "head_dims")
+        return _elements(self.kind.grid, self.tokens, self.head_count, self.batch, self.pairs,
+                         "full" if self.window == NA else self.window, self.k_heads, self.k_shape == "head_dims")
 
 
 def _extra(n: int) -> int:
@@ -217,17 +238,21 @@ def _finest(iface: Interface) -> list[str]:
 
 
 def _dims(iface: Interface) -> list[Sequence[Any]]:
+    """The dimensions of the design, each cheapest (and most compatible) value first. A value that does
+    not apply is :data:`NA` (a table has no heads, window, layout or call form; k's shape applies to
+    q+k calls only), so that a pair is covered only by a case where both values mean something."""
     kinds = kinds_of(iface)
-    windows = ["full"] + [w for w, f in (("partial", "partial"), ("last", "window_last")) if f in iface.features]
+    na = [NA] if any(k.grid == "table" for k in kinds) else []
+    windows = ["full"] + [w for w, f in (("partial", "partial"), ("last", "window_last")) if f in iface.features] + na
     positions = [m for m in POSITIONS if m != "rows" or "per_batch_positions" in iface.features]
-    layouts = [CONTIGUOUS] + [lay for lay in LAYOUTS if lay in iface.layouts]
-    forms: list[str | None] = [None] + [w for w in CALL_FORMS if w in iface.call_forms]
-    k_shapes: list[str | None] = [None]
+    layouts = [CONTIGUOUS] + [lay for lay in LAYOUTS if lay in iface.layouts] + na
+    forms: list[str | None] = [None, *(w for w in CALL_FORMS if w in iface.call_forms), *na]
+    k_shapes: list[str | None] = [NA]
     if any(w is not None and w.startswith("qk") for w in forms):
-        k_shapes += [s for s in QK_SHAPES if s in iface.qk_shapes]
+        k_shapes += [None] + [s for s in QK_SHAPES if s in iface.qk_shapes]
     pairings = [p for p in PAIRINGS if p in iface.pairings]
-    return [kinds, TOKENS, HEAD_COUNTS, BATCH_ROWS, PAIR_COUNTS, windows, _finest(iface), pairings, positions, layouts,
-            forms, k_shapes]
+    return [kinds, TOKENS, [*HEAD_COUNTS, *na], BATCH_ROWS, PAIR_COUNTS, windows, _finest(iface), pairings, positions,
+            layouts, forms, k_shapes]
 
 
 def _row(dims: list[Sequence[Any]], idx: Sequence[int]) -> ShapeRow:
@@ -244,18 +269,21 @@ def _conflict(v: list[Any], iface: Interface, table_dtype: str) -> bool:
     stage = kind.stage if kind is not _UNSET else None
     if grid == "decode" and tokens not in (_UNSET, 1):
         return True
-    if grid == "table" and (heads not in (_UNSET, 1) or window not in (_UNSET, "full") or dtype not in (_UNSET, table_dtype)):
+    not_applicable = {x == NA for x in (heads, window, layout, form) if x is not _UNSET}
+    if len(not_applicable) > 1 or (grid is not None and not_applicable and not_applicable != {grid == "table"}):
+        return True  # a table has none of them, every other interface has all of them
+    if grid == "table" and dtype not in (_UNSET, table_dtype):
         return True
     if grid == "packed" and positions == "rows":
         return True  # packed sequences always have their own offsets ("odd" gives each its own)
-    if layout not in (_UNSET, CONTIGUOUS) and stage is not None and stage not in FORM_STAGES:
+    if layout not in (_UNSET, CONTIGUOUS, NA) and stage is not None and stage not in FORM_STAGES:
         return True
-    if form not in (_UNSET, None) and stage is not None and (stage not in FORM_STAGES or form_method(stage, form) not in iface.methods):
+    if form not in (_UNSET, None, NA) and stage is not None and (stage not in FORM_STAGES or form_method(stage, form) not in iface.methods):
         return True
-    if k_shape not in (_UNSET, None):
-        if form is None or (form is not _UNSET and not form.startswith("qk")):
-            return True
-        if k_shape == "gqa" and heads is not _UNSET and _divisor(heads) is None:
+    if k_shape is not _UNSET and form is not _UNSET and (k_shape == NA) != (not (isinstance(form, str) and form.startswith("qk"))):
+        return True  # k's shape applies exactly to q+k calls
+    if k_shape not in (_UNSET, None, NA):
+        if heads == NA or (k_shape == "gqa" and heads is not _UNSET and _divisor(heads) is None):
             return True
         if k_shape == "mqa" and heads == 1:
             return True
@@ -272,16 +300,15 @@ def _allowed(dims: list[Sequence[Any]], idx: Sequence[int | None], iface: Interf
     if _conflict(v, iface, table_dtype):
         return False
     cheapest: list[Any] = [d[0] if x is _UNSET else x for d, x in zip(dims, v)]
-    if v[11] is _UNSET:
-        cheapest[11] = None
-    if v[10] is _UNSET:
-        cheapest[10] = next((f for f in dims[10] if f is None or not str(f).startswith("qk")), None) \
-            if cheapest[11] is None else next((f for f in dims[10] if f and f.startswith("qk")), None)
     _, tokens, heads, batch, pairs, window, _, _, _, _, form, k_shape = cheapest
+    heads = 1 if heads == NA else heads
+    window = "full" if window == NA else window
+    if v[10] is _UNSET and k_shape != NA:
+        form = "qk"  # k's shape is set: the row is a q+k call
     if k_shape == "gqa" and _divisor(heads) is None:
         heads = 4
     k_heads = None
-    if form is not None and str(form).startswith("qk"):
+    if isinstance(form, str) and form.startswith("qk") and k_shape != NA:
         k_heads = _divisor(heads) if k_shape == "gqa" else 1 if k_shape in ("mqa", "head_dims") else heads
     kinds = [v[0]] if v[0] is not _UNSET else [kd for kd in dims[0] if not _conflict([kd, *v[1:]], iface, table_dtype)]
     grids = {kd.grid for kd in kinds}
@@ -318,22 +345,22 @@ def _extra_rows(iface: Interface) -> list[tuple[ShapeRow, str | None]]:
         table = kind.grid == "table"
         for i, (batch, tokens) in enumerate(BIG_ROWS[kind.grid]):
             dt = dtypes[0] if table else dtypes[(k + i) % len(dtypes)]
-            heads = 1 if table else (3, 7)[i]
+            heads = 1 if table else 3
             out.append((ShapeRow(kind, tokens, heads, batch, (5, 3)[i], "full", dt, pairings[(k + i) % len(pairings)],
-                                 "odd", CONTIGUOUS, None, None), None))
+                                 "odd", CONTIGUOUS, None, NA), None))
         if "zero_size" in iface.features and kind.grid != "packed":
             for axis in ("batch", "tokens", "heads"):
                 if (axis == "heads" and table) or (axis == "tokens" and kind.grid == "decode"):
                     continue
                 row = ShapeRow(kind, 5, 1 if table else 3, 3, 3, "full", dtypes[0] if table else dtypes[k % len(dtypes)],
-                               pairings[k % len(pairings)], "odd", CONTIGUOUS, None, None)
+                               pairings[k % len(pairings)], "odd", CONTIGUOUS, None, NA)
                 out.append((row, axis))
     return out
 
 
 def _variant(row: ShapeRow) -> str:
     spec = row.spec
-    if row.window == "full":
+    if row.window in ("full", NA):
         return f"sweep-n{row.pairs}"
     if row.window == "partial":
         return f"sweep-n{row.pairs}-tail{spec.head_dim - spec.resolved_rotary_dim}"
@@ -343,7 +370,7 @@ def _variant(row: ShapeRow) -> str:
 def shape_case(row: ShapeRow, empty: str | None = None) -> GenCase:
     """The generated case of one sweep row (``empty``: the axis left empty, for a zero-size case)."""
     kind, spec = row.kind, row.spec
-    batch, tokens, heads = row.batch, row.tokens, row.heads
+    batch, tokens, heads = row.batch, row.tokens, row.head_count
     if empty == "batch":
         batch = 0
     elif empty == "tokens":
@@ -354,9 +381,9 @@ def shape_case(row: ShapeRow, empty: str | None = None) -> GenCase:
     if empty is not None:
         reg = Regime(f"sweep-empty-{empty}", reg.kind, f"empty-{empty}", reg.positions, reg.cu_seqlens)
     form = None
-    if row.layout != CONTIGUOUS or row.form is not None:
-        form = CallForm(row.layout, inplace=bool(row.form and row.form.endswith("inplace")),
-                        qk=bool(row.form and row.form.startswith("qk")), k_spec=row.k_spec)
+    word = row.call_form
+    if row.memory_layout != CONTIGUOUS or word is not None:
+        form = CallForm(row.memory_layout, inplace=bool(word and word.endswith("inplace")), qk=row.qk, k_spec=row.k_spec)
     k_heads = row.k_heads
     if empty == "heads" and k_heads is not None:
         k_heads = 0
