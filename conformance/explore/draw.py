@@ -237,6 +237,9 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
     else:
         regime, pos, cu = _plain_positions(rng, spec, iface, stage, batch, tokens)
         grid = pos.shape
+    if stage != "cos_sin" and spec.n_axes == 1:
+        pos, cu = _fit(pos, cu, spec.head_dim)
+        grid = pos.shape
     budget = max(1, MAX_ELEMENTS // (max(int(np.prod(grid)), 1) * spec.head_dim))
     heads = min(int(pick(rng, HEAD_COUNTS)), budget)
     if "zero_size" in iface.features and cu is None and spec.n_axes == 1 and rng.random() < ZERO_SIZE_CHANCE:
@@ -251,6 +254,21 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
         return Draw(seed, stage, spec, dtype, regime, positions=pos)
     x = _tensor(rng, (*grid, heads, spec.head_dim), dtype)
     return Draw(seed, stage, spec, dtype, regime, positions=pos, tensor=x, cu_seqlens=cu)
+
+
+def _fit(pos: np.ndarray, cu: np.ndarray | None, head_dim: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Plain positions cut so that one head of the tensor holds at most :data:`MAX_ELEMENTS`: the tokens
+    of every row (``[B, T]``), or the last packed sequences (the first one cut when alone too long)."""
+    room = max(1, MAX_ELEMENTS // head_dim)
+    if cu is None:
+        rows = max(pos.shape[0], 1)
+        return (pos if pos.size <= room else np.ascontiguousarray(pos[:, : max(1, room // rows)])), None
+    if pos.size <= room:
+        return pos, cu
+    keep = int(np.searchsorted(cu, room, side="right")) - 1  # whole sequences that fit
+    if keep < 1:
+        return np.ascontiguousarray(pos[:room]), np.array([0, room], dtype=np.int64)
+    return np.ascontiguousarray(pos[: cu[keep]]), np.ascontiguousarray(cu[: keep + 1])
 
 
 def _grid(rng: np.random.Generator, spec: RopeSpec) -> tuple[int, int]:
