@@ -112,6 +112,8 @@ def _worst_index(worst: Mapping[str, Any] | None, key: str, fallback_axis: int |
 
 
 def _fewer_rows_tokens_heads(draw: Draw, worst: Mapping[str, Any] | None) -> Iterator[Draw]:
+    if (draw.tensor is not None and draw.tensor.size == 0) or (draw.positions is not None and draw.positions.size == 0):
+        return  # an empty case has no element to drop
     grid = draw.grid
     if draw.cu_seqlens is not None:
         cu = draw.cu_seqlens

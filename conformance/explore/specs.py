@@ -179,11 +179,9 @@ def _plain_spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
         window = _window(rng, head, iface.features)
     kind = pick(rng, iface.scaling_types)
     width = window.get("rotary_dim", head)
-    if kind in ("dynamic", "ntk") and head <= 2:
-        head, window, width = 6, {}, 6  # the NTK exponent d / (d - 2) needs d > 2
-    if kind in ("dynamic", "ntk") and window.get("freq_dim", width) <= 2:
+    if kind in ("dynamic", "ntk") and window.get("freq_dim", width) <= 2:  # the NTK exponent d / (d - 2) needs d > 2
         window = {}
-        width = head
+        head = width = head if head > 2 and head % 2 == 0 else 6
     return RopeSpec(head, pairing=pick(rng, iface.pairings), theta=_theta(rng), scaling=_scaling(rng, kind, width // 2),
                     **window)
 
