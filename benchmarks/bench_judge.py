@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the judge's issue-11/13 work costs: diagnosis time on failing runs, generated cases per case.
+"""What the judge's issue-11/13/22 work costs: diagnosis time on failing runs, generated cases per case, the shape sweep.
 
 Usage::
 
@@ -9,7 +9,9 @@ Usage::
    process (goldens + generated), with ``--goldens-only`` and ``--generated-only``.
 2. *Per-case cost*: loading + judging a golden case (the checked-in ``.npz`` set) against planning
    + materializing (``roperef.fast``) + judging a generated case, on the built-in backend.
-3. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``) on the
+3. *The shape sweep*: the generated cases planned, materialized and judged with and without the
+   sweep (``plan_cases(shapes=False)``), their ratio and the sweep's size.
+4. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``) on the
    default case set (smoke goldens + their generated cases), with and without diagnosis: the time
    diagnosis adds per FAIL and in total.
 
@@ -75,6 +77,30 @@ def per_case(repeat: int) -> None:
           f" = {ms(gen_t) + ms(judge_n):.2f} ms/case")
 
 
+def shape_sweep(repeat: int) -> None:
+    """The shape sweep's share of the generated cases on the built-in backend: plan + materialize +
+    judge with and without it (one process), the ratio, and the sweep's size."""
+    from conformance.backends.resolve import resolve_backend
+    from conformance.generated.plan import materialize_all, plan_cases
+    from conformance.judge.runner import RunOptions, run_cases
+
+    b = resolve_backend("numba")
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    sizes: dict[bool, tuple[int, int]] = {}
+    for _ in range(repeat):
+        for shapes in (False, True):
+            t0 = time.perf_counter()
+            cases = materialize_all(plan_cases(b, shapes=shapes).cases)
+            run_cases(b, cases, RunOptions(diagnose=False))
+            timings[shapes].append(time.perf_counter() - t0)
+            sweep = [c for c in cases if "shape-sweep" in c.flags]
+            sizes[shapes] = (len(cases), sum(int(c.arrays.get("x", c.arrays.get("grad", c.arrays.get("positions"))).size) for c in sweep))
+    without, with_ = statistics.median(timings[False]), statistics.median(timings[True])
+    print(f"  generated cases without the sweep: {sizes[False][0]} cases, {without:.2f} s (plan + materialize + judge)")
+    print(f"  with the sweep: {sizes[True][0]} cases ({sizes[True][0] - sizes[False][0]} sweep, "
+          f"{sizes[True][1] / 1e6:.2f} M input elements), {with_:.2f} s: ratio {with_ / without:.2f}")
+
+
 def diagnosis(quick: bool) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from bug_engines import BugEngine
@@ -113,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         default_check(args.repeat)
     print("cost per case (built-in backend, in process):")
     per_case(1 if args.quick else args.repeat)
+    print("the shape sweep (built-in backend, in process):")
+    shape_sweep(1 if args.quick else args.repeat)
     print("diagnosis on failing runs (float32 single-bug engines, smoke + generated):")
     diagnosis(args.quick)
     return 0

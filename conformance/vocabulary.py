@@ -20,6 +20,9 @@ forward      x, positions[, cu_seqlens]           y
 backward     grad, positions[, cu_seqlens]        grad_x
 ===========  ===================================  ===========================
 
+A case with a call form (:mod:`conformance.cases.form`: a memory layout, in place, q with k)
+has the same arrays; a q+k case adds k's input and expected output (:data:`QK_ARRAYS`).
+
 Reference arrays (:data:`REFERENCE_ARRAYS`) are what the expected outputs were computed with
 (see :mod:`conformance.cases.case`).
 
@@ -41,6 +44,10 @@ __all__ = [
     "STAGE_OUTPUTS",
     "FLAGS",
     "FEATURES",
+    "LAYOUTS",
+    "CALL_FORMS",
+    "QK_SHAPES",
+    "QK_ARRAYS",
 ]
 
 STAGES = ("inv_freq", "cos_sin", "apply", "forward", "backward")
@@ -101,6 +108,12 @@ FLAGS: dict[str, str] = {
     "zeros": "exact zeros in the input, including a whole pair",
     "model": "a real model's config through roperef.hf, its real head dim",
     "generated": "generated in memory for the backend's interface (conformance.generated.plan), not a golden case",
+    "shape-sweep": "tokens, heads, batch rows and pair counts at tile boundaries (conformance.generated.shapes)",
+    "zero-size": "an empty input (no batch row, token or head): the output must be empty, not a crash",
+    "rows>4096": "more than 4096 token rows (batch rows x tokens)",
+    "strided": "x (q, k) passed as a view with a memory layout of LAYOUTS, guard memory around it",
+    "in-place": "the backend's in-place method rotates x (q, k) in its own memory",
+    "q-k": "q and k rotated by one call, possibly with different head counts or head dims",
 }
 
 #: Features a case may need from a backend (see :func:`conformance.cases.case.case_features`).
@@ -116,4 +129,36 @@ FEATURES = (
     "negative_positions",
     "per_batch_positions",  # positions differ between batch rows
     "sparse_positions",  # positions of a row are not p0 + arange(T)
+    "zero_size",  # an empty input: no batch row, no token or no head (the output is empty)
 )
+
+#: Memory layouts of x (q, k) a backend may accept besides a fresh C-contiguous array
+#: (``Capabilities.layouts``; :mod:`conformance.calls.memory` builds them, with guard memory):
+LAYOUTS: dict[str, str] = {
+    "qkv": "a strided view into a fused buffer [..., Hq + 2*Hk, D]: q, k, v slices side by side (vLLM, flash-attn)",
+    "bhtd": "the transpose of a [B, H, T(+pad), D] buffer ([H, N(+pad), D] packed): token stride D, padding after the tokens",
+    "fortran": "Fortran (column-major) order: the first axis varies fastest",
+    "offset": "C-contiguous, but starting one element past the buffer's base address (misaligned), guards on both sides",
+}
+
+#: Ways a backend may be called besides ``stage(x, ...) -> y`` (``Capabilities.call_forms``; the method
+#: is the stage name with a suffix: ``forward_``, ``forward_qk``, ``forward_qk_``, ...):
+CALL_FORMS: dict[str, str] = {
+    "inplace": "stage_(x, ...): rotates x in place (its return value is ignored)",
+    "qk": "stage_qk(q, k, ...) -> (q_out, k_out): q and k in one call",
+    "qk_inplace": "stage_qk_(q, k, ...): rotates q and k in place (flash-attn inplace=True, vLLM rotary_embedding)",
+}
+
+#: The arrays of k in a q+k case (input, expected output): the stage's tensor names with a ``k_`` prefix.
+QK_ARRAYS: dict[str, tuple[str, str]] = {
+    "apply": ("k_x", "k_y"),
+    "forward": ("k_x", "k_y"),
+    "backward": ("k_grad", "k_grad_x"),
+}
+
+#: How k may differ from q in a q+k call (``Capabilities.qk_shapes``; equal shapes are always judged):
+QK_SHAPES: dict[str, str] = {
+    "gqa": "k has fewer heads than q, dividing them (grouped-query attention)",
+    "mqa": "k has one head (multi-query attention)",
+    "head_dims": "k has its own head dim: q rotates its last r channels, k is the r-channel rope part (MLA)",
+}

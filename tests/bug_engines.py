@@ -345,6 +345,10 @@ class BugEngine(BaseBackend):
             sin = -sin
         return cos, sin
 
+    def tables_for(self, spec, positions, cu=None, grid=None) -> tuple[np.ndarray, np.ndarray]:
+        """This engine's cos/sin tables ``[*grid, n]`` for ``positions`` (``cu``: packed sequences)."""
+        return self._tables(spec, positions, cu, grid)
+
     # --- rotation
     def _layout(self, spec) -> tuple[np.ndarray, ...]:
         b = self.bug

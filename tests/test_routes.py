@@ -144,7 +144,7 @@ def test_max_position_shared_tables_and_case_reason_are_declines_not_inconsisten
     eng = Limited()
     plan = plan_cases(eng)
     for g in plan.cases:
-        if g.light.positions is not None:
+        if g.light.positions is not None and g.light.positions.size:  # (an empty case has no position)
             assert int(g.light.positions.max()) <= 4095, g.id
         if g.stage == "apply":
             assert not (g.light.arrays["cos"] != g.light.arrays["cos"][:1]).any(), g.id  # one table for the batch

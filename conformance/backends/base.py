@@ -9,6 +9,13 @@ A backend is any object with ``name``, ``capabilities`` (:class:`Capabilities`),
     forward(x, positions, spec, cu_seqlens=None) -> y       # bshd, or thd with cu_seqlens
     backward(grad, positions, spec, cu_seqlens=None) -> grad_x
 
+and, declared in ``Capabilities.call_forms``, the same stages (apply, forward, backward) called in
+another form: in place (``forward_(x, positions, spec, cu_seqlens=None)`` rotates ``x`` in its own
+memory), q with k (``forward_qk(q, k, positions, spec, cu_seqlens=None[, k_spec=...]) -> (q_out,
+k_out)``; ``apply_qk(q, k, cos, sin, spec)``), or both (``forward_qk_``); ``k_spec`` is passed only
+when k has its own head dim (``qk_shapes`` ``head_dims``). ``Capabilities.layouts`` says which
+non-contiguous memory x (q, k) may come in (:mod:`conformance.calls.memory`).
+
 Arrays cross the boundary as NumPy (any float dtype; bfloat16 via ml_dtypes). The
 judge passes ``x``/``grad``/``cos``/``sin`` in the case dtype and positions as int64;
 the backend returns its own dtype (the judge widens to float64 to compare).
@@ -24,10 +31,11 @@ from typing import Any, Protocol, runtime_checkable
 from roperef.spec import PAIRINGS, SCALING_TYPES
 
 from ..cases.case import GoldenCase, outside_interface
-from ..vocabulary import DTYPES, FEATURES, STAGES
+from ..cases.form import FORM_STAGES, form_method
+from ..vocabulary import CALL_FORMS, DTYPES, FEATURES, STAGES
 
-__all__ = ["Capabilities", "Backend", "BaseBackend", "Declined", "backend_stages", "assumed_capabilities",
-           "declaration_notes", "OUTSIDE_MESSAGES"]
+__all__ = ["Capabilities", "Backend", "BaseBackend", "Declined", "backend_stages", "backend_methods",
+           "assumed_capabilities", "declaration_notes", "OUTSIDE_MESSAGES"]
 
 _ALL_FEATURES = frozenset(FEATURES)
 
@@ -45,6 +53,14 @@ class Capabilities:
     positions: ``2**31 - 1``); a case with a larger position is NOT_SUPPORTED. None: no limit.
     ``shared_tables``: its ``apply`` takes one ``cos``/``sin`` table for the whole batch; an apply case
     whose batch rows have different tables is NOT_SUPPORTED.
+    ``layouts``: memory layouts x (q, k) may come in besides a fresh C-contiguous array
+    (:data:`~conformance.vocabulary.LAYOUTS`: ``qkv``, ``bhtd``, ``fortran``, ``offset``); the judge
+    checks that memory around the view stays untouched.
+    ``call_forms``: ways to be called besides ``stage(x, ...) -> y`` (:data:`~conformance.vocabulary.CALL_FORMS`:
+    ``inplace`` -> ``stage_(x, ...)``, ``qk`` -> ``stage_qk(q, k, ...)``, ``qk_inplace`` -> ``stage_qk_(q, k, ...)``),
+    each judged for the stages that have the method.
+    ``qk_shapes``: how k may differ from q in a q+k call (:data:`~conformance.vocabulary.QK_SHAPES`: ``gqa``,
+    ``mqa``, ``head_dims``); equal shapes are always judged.
     """
 
     stages: frozenset[str]
@@ -58,6 +74,9 @@ class Capabilities:
     notes: str = ""
     max_position: int | None = None
     shared_tables: bool = False
+    layouts: frozenset[str] = frozenset()
+    call_forms: frozenset[str] = frozenset()
+    qk_shapes: frozenset[str] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +91,9 @@ class Capabilities:
             "notes": self.notes,
             "max_position": self.max_position,
             "shared_tables": self.shared_tables,
+            "layouts": sorted(self.layouts),
+            "call_forms": sorted(self.call_forms),
+            "qk_shapes": sorted(self.qk_shapes),
         }
 
 
@@ -113,6 +135,17 @@ def backend_stages(backend: object) -> frozenset[str]:
     return frozenset(s for s in STAGES if callable(getattr(backend, s, None)))
 
 
+def backend_methods(backend: object) -> frozenset[str]:
+    """The call-form methods a backend implements (``forward_``, ``apply_qk``, ``forward_qk_``, ...:
+    :func:`conformance.cases.form.form_method` of a stage and a CALL_FORMS word); a stand-in for a
+    backend living elsewhere says so with an ``implemented_methods`` attribute."""
+    remote = getattr(backend, "implemented_methods", None)
+    if remote is not None:
+        return frozenset(remote)
+    names = (form_method(s, w) for s in FORM_STAGES for w in CALL_FORMS)
+    return frozenset(n for n in names if callable(getattr(backend, n, None)))
+
+
 @dataclass
 class BaseBackend:
     """Convenience base: ``supports`` from the declared capabilities, :meth:`library_reason` and
@@ -152,6 +185,8 @@ class BaseBackend:
     def supports(self, case: GoldenCase) -> bool | str:
         if case.stage not in backend_stages(self):
             return f"stage {case.stage} not implemented"
+        if case.form is not None and case.form.word is not None and case.form.method(case.stage) not in backend_methods(self):
+            return f"method {case.form.method(case.stage)} not implemented"
         out = outside_interface(self.capabilities, case)
         if out is not None:
             kind, what = out
@@ -173,11 +208,15 @@ class BaseBackend:
 
 def assumed_capabilities(backend: object) -> Capabilities:
     """What the judge assumes for a backend that declares no ``capabilities``: the stages it
-    implements, every pairing, dtype, scaling type and feature, and angle/table dtypes and the
-    attention factor from plain attributes ``angle_dtype``, ``table_dtype``,
-    ``applies_attention_factor`` if it has them (float64, float64, True otherwise)."""
+    implements, every pairing, dtype, scaling type and feature, the call forms its methods implement
+    (``forward_``: ``inplace``, ``forward_qk``: ``qk``, ...; q and k of equal shapes only), no layout
+    but a fresh contiguous array, and angle/table dtypes and the attention factor from plain attributes
+    ``angle_dtype``, ``table_dtype``, ``applies_attention_factor`` if it has them (float64, float64,
+    True otherwise)."""
+    methods = backend_methods(backend)
     return Capabilities(
         stages=backend_stages(backend),
+        call_forms=frozenset(w for w in CALL_FORMS if any(form_method(s, w) in methods for s in FORM_STAGES)),
         angle_dtype=str(getattr(backend, "angle_dtype", "float64")),
         table_dtype=str(getattr(backend, "table_dtype", "float64")),
         applies_attention_factor=bool(getattr(backend, "applies_attention_factor", True)),

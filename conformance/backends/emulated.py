@@ -25,7 +25,7 @@ from roperef.frequencies import inv_freq as ref_inv_freq
 from roperef.layout import pair_axes, pair_map
 from roperef.spec import RopeSpec, Scaling
 
-from ..vocabulary import STAGES
+from ..vocabulary import LAYOUTS, STAGES
 from .base import BaseBackend, Capabilities
 
 __all__ = ["Float32Emulation", "float32_inv_freq", "emulation_rows"]
@@ -70,6 +70,7 @@ class Float32Emulation(BaseBackend):
                 angle_dtype="float32",
                 table_dtype=self.tables,
                 notes=f"float32 inv_freq and angles; tables in {self.tables}",
+                layouts=frozenset(LAYOUTS),
             )
         super().__post_init__()
 

@@ -250,6 +250,30 @@ class Family:
             return torch.cat([x[..., : D - r], y], dim=-1)
         return fn(x, x, cos, sin, unsqueeze_dim=2)[0]
 
+    def apply_qk(self, q: Any, k: Any, cos: Any, sin: Any, spec: RopeSpec, k_spec: RopeSpec | None = None) -> tuple[Any, Any]:
+        """Rotate q and k in one call of the family's apply function, as its attention does (q and k
+        may have different head counts; in DeepSeek V3 k is the rope part alone, ``k_spec``); families
+        whose apply function takes one tensor (Gemma 4, GPT-J) are called once each."""
+        import torch
+
+        fn = getattr(self.mod(), self.apply_fn)
+        if self.key in ("gemma4", "gptj"):
+            return self.apply(q, cos, sin, spec), self.apply(k, cos, sin, k_spec or spec)
+        if self.key == "qwen2_vl_vision":
+            return fn(q, k, cos, sin)
+        if self.key == "pixtral":
+            return fn(q, k, cos, sin, unsqueeze_dim=1)
+        if self.key == "deepseek_v3":  # q = cat([q_pass, q_rot]), k_pe alone or cat([k_pass, k_rot])
+            r = spec.resolved_rotary_dim
+            dq, dk = q.shape[-1], k.shape[-1]
+            rq, rk = q[..., dq - r:], k[..., dk - r:]
+            if spec.pairing == "adjacent_in_half_out":
+                yq, yk = self.mod().apply_rotary_pos_emb_interleave(rq, rk, cos, sin, unsqueeze_dim=2)
+            else:
+                yq, yk = fn(rq, rk, cos, sin, unsqueeze_dim=2)
+            return torch.cat([q[..., : dq - r], yq], dim=-1), torch.cat([k[..., : dk - r], yk], dim=-1)
+        return fn(q, k, cos, sin, unsqueeze_dim=2)
+
 
 _M = "transformers.models.{0}.modeling_{0}"
 

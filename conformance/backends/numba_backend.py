@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..vocabulary import STAGES
+from ..vocabulary import LAYOUTS, STAGES
 from .base import Capabilities
 from .roperef_module import RoperefModuleBackend
 
@@ -23,6 +23,7 @@ class NumbaBackend(RoperefModuleBackend):
     module: str = "roperef.fast"
     capabilities: Capabilities = field(
         default_factory=lambda: Capabilities(
-            stages=frozenset(STAGES), angle_dtype="float64", table_dtype="float64", notes="roperef.fast (Numba, float64)"
+            stages=frozenset(STAGES), angle_dtype="float64", table_dtype="float64", notes="roperef.fast (Numba, float64)",
+            layouts=frozenset(LAYOUTS),
         )
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..vocabulary import STAGES
+from ..vocabulary import LAYOUTS, STAGES
 from .base import Capabilities
 from .roperef_module import RoperefModuleBackend
 
@@ -22,6 +22,7 @@ class NumpyBackend(RoperefModuleBackend):
     module: str = "roperef.reference"
     capabilities: Capabilities = field(
         default_factory=lambda: Capabilities(
-            stages=frozenset(STAGES), angle_dtype="float64", table_dtype="float64", notes="roperef.reference (float64)"
+            stages=frozenset(STAGES), angle_dtype="float64", table_dtype="float64", notes="roperef.reference (float64)",
+            layouts=frozenset(LAYOUTS),
         )
     )

@@ -138,7 +138,7 @@ def forward_caches(spec: RopeSpec, positions: np.ndarray, dtype: np.dtype) -> tu
     ``position_ids [B, S]`` int64: the case's positions unchanged, negative ones included (a negative
     position has no row; what the operator does with it is what is judged)."""
     pos = np.asarray(positions, dtype=np.int64)
-    ids = pos.reshape(pos.shape[0], -1) if pos.ndim == 2 else pos.reshape(1, -1)
+    ids = pos.reshape(pos.shape[0], int(np.prod(pos.shape[1:]))) if pos.ndim == 2 else pos.reshape(1, pos.size)
     rows = max(int(ids.max()) + 1, 1) if ids.size else 1
     used = np.unique(ids[ids >= 0])
     cos = np.zeros((rows, spec.n_pairs), dtype=dtype)

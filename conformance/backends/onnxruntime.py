@@ -140,7 +140,8 @@ class OnnxRuntimeBackend(BaseBackend):
         b, t = c.shape[:2]
         if self.contrib:  # always indexes: the tables become a [B*T, n] cache
             ids = np.arange(b * t, dtype=np.int64).reshape(b, t)
-            feeds = {"input": inp, "position_ids": ids, "cos_cache": c.reshape(b * t, -1), "sin_cache": s.reshape(b * t, -1)}
+            feeds = {"input": inp, "position_ids": ids, "cos_cache": c.reshape(b * t, c.shape[-1]),
+                     "sin_cache": s.reshape(b * t, s.shape[-1])}
         else:
             feeds = {"input": inp, "cos_cache": c, "sin_cache": s}
         y = self._run(feeds, x.dtype.name, spec, _heads(x), with_positions=self.contrib)

@@ -97,6 +97,8 @@ class RotaryEmbeddingTorchBackend(TorchFunctionStages, BaseBackend):
         if len(shape) != 4:
             return None
         pos = np.broadcast_to(np.asarray(positions, dtype=np.int64), shape[:2])
+        if pos.size == 0:
+            return 0  # no token: any offset describes it
         p0 = int(pos[0, 0])
         return p0 if np.array_equal(pos, p0 + np.broadcast_to(np.arange(shape[1]), pos.shape)) else None
 

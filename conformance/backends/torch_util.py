@@ -2,8 +2,14 @@
 
 bfloat16 crosses the boundary through ``ml_dtypes``: a NumPy bfloat16 array is viewed as
 uint16, handed to torch as int16 and viewed back as ``torch.bfloat16`` (bit-exact, no
-rounding); the way back is the same in reverse. Every ``to_torch`` call copies, so an
-adapter can never modify the judge's input arrays.
+rounding); the way back is the same in reverse. Every ``to_torch`` call copies (a C-contiguous
+copy), so an adapter can never modify the judge's input arrays.
+
+Adapters that declare memory layouts or in-place calls (``Capabilities.layouts``,
+``call_forms``) hand the library the judge's own memory instead: :func:`view_to_torch` (CPU: a
+tensor sharing the array's memory, strides and offset) and :func:`device_view` (a GPU copy of the
+whole buffer the array views, with the view's strides and offset inside it, copied back after the
+call so that what the library wrote, inside or outside the view, reaches the judge).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ __all__ = [
     "positions_to_torch",
     "vjp",
     "max_cache_rows",
+    "view_to_torch",
+    "device_view",
+    "device_views",
 ]
 
 #: Default largest position table a cache-lookup adapter builds (rows = max position + 1).
@@ -90,6 +99,71 @@ def to_numpy(t: Any) -> np.ndarray:
 
         return t.view(torch.int16).numpy().view(np.uint16).view(ml_dtypes.bfloat16).copy()
     return t.numpy().copy()
+
+
+def view_to_torch(arr: np.ndarray) -> Any:
+    """A CPU tensor on ``arr``'s own memory (no copy; strides and offset kept; bfloat16 bit-exact)."""
+    import torch
+
+    if arr.dtype.name == "bfloat16":
+        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(arr)
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
+
+
+def device_view(arr: np.ndarray, device: str) -> tuple[Any, Any]:
+    """``(view, copy_back)`` for one array: see :func:`device_views`."""
+    (view,), back = device_views([arr], device)
+    return view, back
+
+
+def device_views(arrays: list[np.ndarray], device: str) -> tuple[list[Any], Any]:
+    """``(views, copy_back)``: each array as a tensor on ``device`` inside one device copy of the
+    contiguous buffer it views (arrays viewing the same buffer share one copy: q and k of a fused qkv
+    buffer), with the same element strides and offset; ``copy_back()`` copies every device buffer
+    back into its host buffer, so what the library wrote, inside or outside the views, reaches the
+    judge. An array without such a buffer (one that owns its memory, or views non-contiguous
+    memory) is its own buffer."""
+    import torch
+
+    roots: list[tuple[np.ndarray, Any]] = []  # (host flat buffer, device copy)
+    views: list[Any] = []
+    for arr in arrays:
+        root = _root(arr)
+        if root.flags.c_contiguous:
+            flat = root.reshape(-1)
+        elif root.flags.f_contiguous:
+            flat = root.T.reshape(-1)
+        else:
+            flat = None
+        if flat is None or arr.dtype != root.dtype:
+            flat = np.ascontiguousarray(arr).reshape(-1) if arr.flags.c_contiguous else None
+        if flat is None:  # a view into non-contiguous memory: copy the array alone (and back into it)
+            t = to_torch(arr, device)
+            views.append(t)
+            roots.append((arr, t))
+            continue
+        start = flat.__array_interface__["data"][0]
+        found = next((dev for host, dev in roots if host is not arr and host.__array_interface__["data"][0] == start
+                      and host.size == flat.size and host.dtype == flat.dtype), None)
+        if found is None:
+            found = to_torch(flat, device)
+            roots.append((flat, found))
+        item = arr.itemsize
+        offset = (arr.__array_interface__["data"][0] - start) // item
+        views.append(torch.as_strided(found, arr.shape, tuple(st // item for st in arr.strides), offset))
+
+    def back() -> None:
+        for host, dev in roots:
+            host[...] = to_numpy(dev).reshape(host.shape)
+
+    return views, back
 
 
 def positions_to_torch(positions: np.ndarray, device: str = "cpu") -> Any:

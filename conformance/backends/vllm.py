@@ -1,7 +1,12 @@
 """``vllm`` (GPU): vLLM's rotary embedding from ``vllm.model_executor.layers.rotary_embedding.get_rope``.
 
 Documented use: ``rope = get_rope(head_size, ...)`` then ``q, k = rope(positions, q, k)`` with
-``positions [num_tokens]`` (``[3, num_tokens]`` for mRoPE) and ``q, k [num_tokens, heads*head_size]``.
+``positions [num_tokens]`` (``[3, num_tokens]`` for mRoPE) and ``q, k [num_tokens, heads*head_size]``;
+on CUDA the custom op rotates q and k in place. ``forward`` calls it on copies of x as q and k;
+``forward_qk_`` is vLLM's own form: q and k (k with fewer heads: GQA, MQA) as rows of the judge's
+fused qkv buffer (layouts ``qkv``, ``offset``), copied to the device whole and back after the call
+(``torch_util.device_views``), so the judge sees what the op wrote, inside the views or not. Not run
+here (no GPU was lent).
 ``get_rope``'s signature changed across releases; the adapter fills what the installed
 version asks for: older ``(head_size, rotary_dim, max_position, base, is_neox_style,
 rope_scaling, dtype, partial_rotary_factor)``, newer ``(head_size, max_position,
@@ -31,7 +36,7 @@ from ..vocabulary import FEATURES
 from .base import BaseBackend, Capabilities
 from .gpu_util import gpu_reason
 from .hf_families import rope_parameters
-from .torch_util import to_numpy, to_torch, torch_dtype
+from .torch_util import device_views, to_numpy, to_torch, torch_dtype
 
 __all__ = ["VLLMBackend"]
 
@@ -49,6 +54,9 @@ class VLLMBackend(BaseBackend):
             angle_dtype="float32",
             table_dtype="input",
             notes="CUDA only; cos_sin_cache of max_position rows (float32 angles) in the model dtype.",
+            layouts=frozenset({"qkv", "offset"}),  # q, k as [tokens, heads*head_size] rows of a fused qkv buffer
+            call_forms=frozenset({"qk_inplace"}),  # rope(positions, q, k) rotates q and k in place
+            qk_shapes=frozenset({"gqa", "mqa"}),
         )
     )
 
@@ -88,8 +96,24 @@ class VLLMBackend(BaseBackend):
         else:
             pos = np.broadcast_to(pos, x.shape[:-2]).reshape(N)
         dtype = torch_dtype(str(x.dtype))
-        rope = self._rope(spec, int(pos.max()) + 1, dtype).to(self.device)
+        rope = self._rope(spec, int(pos.max()) + 1 if pos.size else 1, dtype).to(self.device)
         q = to_torch(x, self.device).reshape(N, H * D)
         with torch.no_grad():
             y, _ = rope(to_torch(pos, self.device), q.clone(), q.clone())
         return to_numpy(y.reshape(x.shape))
+
+    def forward_qk_(self, q: np.ndarray, k: np.ndarray, positions: np.ndarray, spec: RopeSpec, cu_seqlens: Any = None) -> None:
+        """vLLM's own form: ``rope(positions, query, key)`` with ``query [tokens, Hq*D]`` and ``key [tokens, Hk*D]``,
+        rotated in place (the custom op writes into them), here views of a device copy of the judge's qkv buffer."""
+        import torch
+
+        D = q.shape[-1]
+        N = int(np.prod(q.shape[:-2]))
+        pos = np.asarray(positions, dtype=np.int64)
+        pos = np.broadcast_to(pos, (3, *q.shape[:-2])).reshape(3, N) if spec.mrope_section is not None \
+            else np.broadcast_to(pos, q.shape[:-2]).reshape(N)
+        rope = self._rope(spec, int(pos.max()) + 1 if pos.size else 1, torch_dtype(str(q.dtype))).to(self.device)
+        (qt, kt), back = device_views([q, k], self.device)
+        with torch.no_grad():
+            rope(to_torch(pos, self.device), qt.reshape(N, -1, D).flatten(1), kt.reshape(N, -1, D).flatten(1))
+        back()

@@ -99,7 +99,8 @@ LAYOUT_CLASSES: tuple[BugClass, ...] = (
     BugClass(
         "pairing:other", 2, "the other pairing: rotate_half (j, j+n) vs interleaved (2j, 2j+1) vs DeepSeek V3 order", ROT,
         "apply, forward, backward; every spec (2-D vision: interleaved pairs)", "the rotation with another pairing (best of the others)",
-        "any rotation by a non-zero angle", Family(_pairing, _other_pairings), _turns,
+        "any rotation by a non-zero angle, with two pairs or more", Family(_pairing, _other_pairings), _turns,
+        applies=lambda s: s.n_pairs >= 2,  # one pair: every pairing rotates channels (0, 1)
         probes=(Probe("default", "near4096"), Probe("vision-pixtral", "vision-grid")), parameter="pairing",
     ),
     BugClass(

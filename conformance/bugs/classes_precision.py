@@ -12,6 +12,8 @@ __all__ = ["PRECISION_CLASSES"]
 
 _U = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 _SHORT = {"bfloat16": "bf16", "float16": "fp16"}
+#: table entries (distinct non-zero positions x pairs) a case needs for a table rounding to show
+_MIN_TABLE_VALUES = 16
 
 
 def _tables(dtype: str):
@@ -36,14 +38,18 @@ def _tables_visible(dtype: str):
             return False
         if f.stage == "apply":
             return True
-        return f.has_positions and p.u_angle * max(f.min_abs * f.w_min, 1.0) * 24.0 < _U[dtype] / 4.0
+        # enough table entries that are not cos 1, sin 0 (exact in any dtype) for their rounding to show
+        enough = f.distinct_nonzero * f.spec.n_pairs >= _MIN_TABLE_VALUES
+        return f.has_positions and enough and p.u_angle * max(f.min_abs * f.w_min, 1.0) * 24.0 < _U[dtype] / 4.0
 
     return rule
 
 
 def _angles_visible(f: CaseFacts) -> bool:
     p = f.precision
-    return (f.has_positions and f.any_nonzero and f.max_abs >= 8 and p.u_angle < 2.0**-12
+    # one pair: its angles p*w are exact in bfloat16 while they are small integers (w = 1: up to 256)
+    inexact = f.spec.n_pairs >= 2 or f.max_abs * f.w_min > 256
+    return (f.has_positions and f.any_nonzero and inexact and f.max_abs >= 8 and p.u_angle < 2.0**-12
             and f.tight(f.min_abs_nonzero) and 2.0**-9 * f.max_abs > 16.0 * (2.0 * p.u_out + 4.0 * p.u_table))
 
 

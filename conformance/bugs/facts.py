@@ -15,7 +15,7 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
-from ..cases.case import GoldenCase
+from ..cases.case import GoldenCase, is_empty
 from ..error_model.tolerance import UNIT_ROUNDOFF, position_rows
 from .rounding import round_to
 
@@ -65,6 +65,7 @@ class CaseFacts:
     attention_factor: float = 1.0
     w_min: float = 1.0  # smallest positive frequency
     multi_axis_differ: bool = False  # mRoPE rows t/h/w (or vision h/w) differ somewhere
+    distinct_nonzero: int = 0  # distinct non-zero positions (table entries other than cos 1, sin 0: this x n pairs)
 
     @property
     def tensor(self) -> bool:
@@ -86,7 +87,7 @@ def _plain_rows(case: GoldenCase) -> np.ndarray | None:
     if pos is None:
         return None
     rows = position_rows(case.spec, pos)[0]
-    return rows.reshape(1, -1) if rows.ndim <= 1 else rows.reshape(rows.shape[0], -1)
+    return rows.reshape(1, rows.size) if rows.ndim <= 1 else rows.reshape(rows.shape[0], int(np.prod(rows.shape[1:])))
 
 
 def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFacts:
@@ -102,7 +103,7 @@ def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFact
         w, s = inv_freq(spec, seq)
         w_min = float(w[w > 0].min()) if (w > 0).any() else 1.0
     base = CaseFacts(case.stage, spec, case.dtype, prec, seq_len=seq, attention_factor=s, w_min=w_min)
-    if "positions" not in a:
+    if "positions" not in a or is_empty(case):  # an empty case has no element to expose anything
         return base
     allrows = position_rows(spec, a["positions"])
     flat = allrows.reshape(-1).astype(np.float64)
@@ -141,4 +142,5 @@ def case_facts(case: GoldenCase, precision: Precision | None = None) -> CaseFact
         rows=n_rows, rows_differ=differ, rows_not_arange=not_arange, packed=packed,
         packed_offsets=p_off, packed_not_global=p_glob, later_rows_rotate=later,
         seq_len=seq, attention_factor=s, multi_axis_differ=multi, row0_max_abs=row0, w_min=w_min,
+        distinct_nonzero=int(np.unique(nz).size),
     )

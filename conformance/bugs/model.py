@@ -15,7 +15,7 @@ from typing import Any
 
 from roperef.spec import RopeSpec
 
-from ..cases.case import GoldenCase
+from ..cases.case import GoldenCase, is_empty
 from .decoy import Decoy
 from .facts import CaseFacts
 
@@ -67,5 +67,6 @@ class BugClass:
     fallback: bool = False  # a broad family (theta, factor) that can imitate specific bugs: never preferred to one
 
     def occurs_in(self, case: GoldenCase) -> bool:
-        """Whether the bug can occur in this case's stage and spec at all."""
-        return case.stage in self.stages and self.applies(case.spec)
+        """Whether the bug can occur in this case's stage and spec at all (never in an empty case: it
+        has no output element to be wrong)."""
+        return case.stage in self.stages and self.applies(case.spec) and not is_empty(case)

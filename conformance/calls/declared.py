@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..backends.base import backend_stages
+from ..backends.base import backend_methods, backend_stages
 from ..bugs.facts import Precision
 from ..cases.case import GoldenCase, outside_interface
 
@@ -35,7 +35,8 @@ def undeclared(iface: Any, case: GoldenCase) -> str | None:
 
 @dataclass(frozen=True)
 class Interface:
-    """What a backend declares (its capabilities, with the stages it really implements)."""
+    """What a backend declares (its capabilities, with the stages it really implements); ``methods``:
+    the call-form methods it implements (``forward_qk``, ...: :func:`~conformance.backends.base.backend_methods`)."""
 
     stages: frozenset[str]
     pairings: frozenset[str]
@@ -47,6 +48,10 @@ class Interface:
     declared_stages: frozenset[str] = frozenset()
     max_position: int | None = None
     shared_tables: bool = False
+    layouts: frozenset[str] = frozenset()
+    call_forms: frozenset[str] = frozenset()
+    qk_shapes: frozenset[str] = frozenset()
+    methods: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, backend: Any) -> Interface:
@@ -55,7 +60,9 @@ class Interface:
         limit = getattr(caps, "max_position", None)
         return cls(declared & backend_stages(backend), frozenset(caps.pairings), frozenset(caps.dtypes),
                    frozenset(caps.scaling_types), frozenset(caps.features), str(caps.angle_dtype), str(caps.table_dtype),
-                   declared, None if limit is None else int(limit), bool(getattr(caps, "shared_tables", False)))
+                   declared, None if limit is None else int(limit), bool(getattr(caps, "shared_tables", False)),
+                   frozenset(getattr(caps, "layouts", ())), frozenset(getattr(caps, "call_forms", ())),
+                   frozenset(getattr(caps, "qk_shapes", ())), backend_methods(backend))
 
     def declares(self, case: GoldenCase) -> str | None:
         """None if the declared capabilities cover ``case``, else what is missing."""

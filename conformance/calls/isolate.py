@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import backend_stages
+from ..backends.base import backend_methods, backend_stages
 from ..backends.resolve import resolve_backend
 from ..cases.case import GoldenCase
 from ..interrupt import POLL_S, StopFlag
@@ -71,7 +71,7 @@ def _serve(selector: str, conn: Any, parent_pid: int) -> None:
         except Exception as exc:
             unavailable = describe_exception("library_reason()", exc)
         conn.send(("ready", {"name": str(getattr(backend, "name", selector)), "capabilities": backend.capabilities,
-                             "stages": sorted(backend_stages(backend)),
+                             "stages": sorted(backend_stages(backend)), "methods": sorted(backend_methods(backend)),
                              "library_reason": str(unavailable) if unavailable else None}))
     except Exception as exc:
         conn.send(("fatal", f"cannot send the backend's capabilities to the judge ({type(exc).__name__}: {exc})"))
@@ -221,6 +221,7 @@ class IsolatedBackend:
     capabilities: Any
     selector: str
     implemented_stages: frozenset[str] = frozenset()  # the stage methods the real backend has
+    implemented_methods: frozenset[str] = frozenset()  # its call-form methods (forward_, apply_qk, ...)
     spare: Worker | None = field(default=None, repr=False)
     unavailable: str | None = None  # the real backend's library_reason()
     timeout: float | None = None  # the time limit of the workers it starts
@@ -257,5 +258,6 @@ def load_isolated(selector: str, timeout: float | None, stop: StopFlag | None = 
     worker = Worker(selector, timeout, stop)
     info = worker.start()
     return IsolatedBackend(name=info["name"], capabilities=info["capabilities"], selector=selector,
-                           implemented_stages=frozenset(info.get("stages", ())), spare=worker,
+                           implemented_stages=frozenset(info.get("stages", ())),
+                           implemented_methods=frozenset(info.get("methods", ())), spare=worker,
                            unavailable=info.get("library_reason"), timeout=timeout, stop=stop)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cases.case import GoldenCase
 from ..interrupt import POLL_S, StopFlag
+from .memory import call_in_form
 
 __all__ = [
     "DEFAULT_TIMEOUT_S", "StageError", "Interrupted", "CallThread", "describe_exception", "TIMED_OUT", "call_stage",
@@ -169,7 +170,13 @@ def _stage_args(case: GoldenCase) -> tuple[tuple[Any, ...], dict[str, Any]]:
 
 
 def call_stage(backend: Any, case: GoldenCase) -> tuple[Any, list[str]]:
-    """Call the backend's stage on fresh copies of the inputs; returns (raw result, inputs it modified)."""
+    """Call the backend's stage on fresh copies of the inputs; returns (raw result, inputs it modified).
+
+    A case with a call form (a memory layout, in place, q with k) is called by
+    :func:`conformance.calls.memory.call_in_form`, whose second item also holds sentences for
+    memory written outside a view."""
+    if case.form is not None:
+        return call_in_form(backend, case)
     args, kwargs = _stage_args(case)
     before = [np.array(v, copy=True) if isinstance(v, np.ndarray) else None for v in args]
     kw_before = {k: np.array(v, copy=True) for k, v in kwargs.items()}

@@ -50,6 +50,7 @@ from ..vocabulary import (
     TIERS,
     USER_TIER,
 )
+from .form import CallForm, check_form_arrays, form_needs
 
 __all__ = [
     "CaseFields",
@@ -59,6 +60,7 @@ __all__ = [
     "ID_SHAPE",
     "case_features",
     "case_family",
+    "is_empty",
     "numpy_dtype",
     "recipe_seed",
     "shape_tag",
@@ -129,15 +131,19 @@ class CaseFields:
 
 @dataclass(frozen=True)
 class GoldenCase(CaseFields):
-    """One case: the :class:`CaseFields` and its arrays."""
+    """One case: the :class:`CaseFields` and its arrays; ``form``: how the backend is called
+    (:class:`~conformance.cases.form.CallForm`: a memory layout, in place, q with k; None: ``stage(x) -> y``
+    on a fresh contiguous array)."""
 
     arrays: Mapping[str, np.ndarray] = field(repr=False)
+    form: CallForm | None = None
 
     def __post_init__(self) -> None:
         check_case_fields(self.id, self.family, self.stage, self.dtype, self.tier, self.flags, catalogue=False)
         missing = [k for k in STAGE_INPUTS[self.stage] + STAGE_OUTPUTS[self.stage] if k not in self.arrays]
         if missing:
             bad(f"case {self.id}", missing, f"arrays missing for stage {self.stage}")
+        check_form_arrays(self.id, self.stage, self.form, self.arrays)
 
     def inputs(self) -> dict[str, np.ndarray]:
         """The stage's inputs as stored (float64 or int64), optional ones included when present."""
@@ -226,6 +232,8 @@ def case_features(case: GoldenCase) -> frozenset[str]:
         out.add(f"mrope_{spec.mrope_layout}")
     if spec.vision is not None:
         out.add(f"vision_{spec.vision}")
+    if is_empty(case):
+        out.add("zero_size")
     pos = case.positions
     if pos is not None and pos.size:
         if pos.min() < 0:
@@ -239,12 +247,20 @@ def case_features(case: GoldenCase) -> frozenset[str]:
     return frozenset(out)
 
 
+def is_empty(case: GoldenCase) -> bool:
+    """The case's tensor (x, grad) or, for tables, its positions hold no element: its output is empty."""
+    a = case.arrays
+    name = {"apply": "x", "forward": "x", "backward": "grad", "cos_sin": "positions"}.get(case.stage)
+    return name is not None and name in a and np.size(a[name]) == 0
+
+
 def outside_interface(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
     """The first thing ``case`` needs that an interface (any object with ``stages``, ``pairings``, ``dtypes``,
-    ``scaling_types`` and ``features`` collections, and optionally ``max_position`` and ``shared_tables``)
-    does not declare, as ``(kind, what)``: ``("stage", "backward")``, ``("pairing", ...)``, ``("dtype", ...)``,
-    ``("scaling", ...)``, ``("features", "a, b")``, ``("max_position", ...)`` or ``("shared_tables", ...)``;
-    None when the case is inside."""
+    ``scaling_types`` and ``features`` collections, and optionally ``max_position``, ``shared_tables``,
+    ``layouts``, ``call_forms`` and ``qk_shapes``: no limit, nothing beyond a plain call when absent) does
+    not declare, as ``(kind, what)``: ``("stage", "backward")``, ``("pairing", ...)``, ``("dtype", ...)``,
+    ``("scaling", ...)``, ``("features", "a, b")``, ``("max_position", ...)``, ``("shared_tables", ...)``,
+    ``("layout", "qkv")``, ``("call form", "qk")`` or ``("q+k shape", "gqa")``; None when the case is inside."""
     for kind, value, declared in (("stage", case.stage, iface.stages), ("pairing", case.spec.pairing, iface.pairings),
                                   ("dtype", case.dtype, iface.dtypes),
                                   ("scaling", case.spec.scaling.type, iface.scaling_types)):
@@ -253,6 +269,10 @@ def outside_interface(iface: Any, case: GoldenCase) -> tuple[str, str] | None:
     missing = sorted(case_features(case) - iface.features)
     if missing:
         return "features", ", ".join(missing)
+    declared = {"layout": "layouts", "call form": "call_forms", "q+k shape": "qk_shapes"}
+    for kind, word in form_needs(case.form, case.stage, case.arrays):
+        if word not in getattr(iface, declared[kind], ()):
+            return kind, word
     return _outside_limits(iface, case)
 
 

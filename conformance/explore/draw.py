@@ -12,6 +12,10 @@ declares (:class:`~conformance.explore.specs.Interface`):
   below 2^31; per-row offsets, decode (T = 1, B > 1), sparse and negative positions and
   packed sequences only when declared; for longrope and dynamic NTK, the last position
   often sits just below or on the scaling switch (seq_len = L0, L0 + 1, M, 2M);
+- shapes from the shape space of the generated cases (:mod:`conformance.generated.shapes`):
+  batch rows 1, 3, 5; tokens per row 2^k +- 1 up to 1025 and 4097 (one packed sequence that long);
+  1 to 9 heads; tokens, then heads, cut so that the tensor stays within :data:`MAX_ELEMENTS`;
+  sometimes (when ``zero_size`` is declared) an empty batch, token or head axis;
 - inputs: unit normal (sometimes scaled by 1e-3 or 1e3, sometimes with exact zeros),
   rounded to the case dtype.
 
@@ -37,6 +41,7 @@ from roperef.spec import RopeSpec
 from ..calls.declared import undeclared
 from ..cases.case import GoldenCase, case_family, numpy_dtype, shape_tag
 from ..cases.materialize import reference_arrays
+from ..generated.shapes import BATCH_ROWS, HEAD_COUNTS, TOKENS
 from .specs import Interface, draw_spec, log_uniform, odd, pick, scaling_switches
 
 __all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_id"]
@@ -45,7 +50,10 @@ __all__ = ["Draw", "draw_case", "build_case", "declared_reason", "case_id"]
 STAGE_WEIGHTS = {"forward": 4.0, "backward": 2.0, "cos_sin": 2.0, "apply": 1.0, "inv_freq": 1.0}
 #: offsets a contiguous row starts near (the issue's position regimes); jittered to odd values
 OFFSET_ANCHORS = (0, 256, 2048, 4096, 65536, 2**20, 2**24)
-MAX_TOKENS = 48
+#: the largest drawn tensor, in elements (tokens, then heads, are cut to stay within it)
+MAX_ELEMENTS = 1 << 16
+#: how often a draw of a plain, unpacked case is made empty (no batch row, token or head), when declared
+ZERO_SIZE_CHANCE = 0.03
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,7 @@ def _plain_positions(rng: np.random.Generator, spec: RopeSpec, iface: Interface,
         rows += [_sparse_row(rng, tokens, negative) if "per_batch_positions" in f else rows[0] for _ in range(batch - 1)]
         return regime, np.stack(rows), None
     lengths = rng.integers(1, 17, size=int(rng.integers(1, 7)))
+    lengths[int(rng.integers(lengths.size))] = tokens  # one sequence of the shape space's length
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     pos = np.concatenate([_offset(rng, int(n), negative, switch) + np.arange(n, dtype=np.int64) for n in lengths])
     return regime, pos.astype(np.int64), cu
@@ -216,7 +225,7 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
         else:
             seq_len = int(log_uniform(rng, 1, 2**31))
         return Draw(seed, stage, spec, dtype, f"seq{seq_len}", seq_len=seq_len)
-    batch, tokens = int(pick(rng, (1, 1, 2, 3, 4))), int(log_uniform(rng, 1, MAX_TOKENS + 1))
+    batch, tokens = _grid(rng, spec)
     cu = None
     if spec.mrope_section is not None:
         tokens = 0
@@ -228,11 +237,48 @@ def draw_case(rng: np.random.Generator, iface: Interface, seed: int) -> Draw:
     else:
         regime, pos, cu = _plain_positions(rng, spec, iface, stage, batch, tokens)
         grid = pos.shape
+    if stage != "cos_sin" and spec.n_axes == 1:
+        pos, cu = _fit(pos, cu, spec.head_dim)
+        grid = pos.shape
+    budget = max(1, MAX_ELEMENTS // (max(int(np.prod(grid)), 1) * spec.head_dim))
+    heads = min(int(pick(rng, HEAD_COUNTS)), budget)
+    if "zero_size" in iface.features and cu is None and spec.n_axes == 1 and rng.random() < ZERO_SIZE_CHANCE:
+        axis = pick(rng, ("batch", "tokens") if stage == "cos_sin" else ("batch", "tokens", "heads"))
+        regime = f"empty-{axis}"
+        if axis == "heads":
+            heads = 0
+        else:
+            pos = pos[:0] if axis == "batch" else pos[:, :0]
+            grid = pos.shape
     if stage == "cos_sin":
         return Draw(seed, stage, spec, dtype, regime, positions=pos)
-    heads = int(pick(rng, (1, 2, 3, 4)))
     x = _tensor(rng, (*grid, heads, spec.head_dim), dtype)
     return Draw(seed, stage, spec, dtype, regime, positions=pos, tensor=x, cu_seqlens=cu)
+
+
+def _fit(pos: np.ndarray, cu: np.ndarray | None, head_dim: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Plain positions cut so that one head of the tensor holds at most :data:`MAX_ELEMENTS`: the tokens
+    of every row (``[B, T]``), or the last packed sequences (the first one cut when alone too long)."""
+    room = max(1, MAX_ELEMENTS // head_dim)
+    if cu is None:
+        rows = max(pos.shape[0], 1)
+        return (pos if pos.size <= room else np.ascontiguousarray(pos[:, : max(1, room // rows)])), None
+    if pos.size <= room:
+        return pos, cu
+    keep = int(np.searchsorted(cu, room, side="right")) - 1  # whole sequences that fit
+    if keep < 1:
+        return np.ascontiguousarray(pos[:room]), np.array([0, room], dtype=np.int64)
+    return np.ascontiguousarray(pos[: cu[keep]]), np.ascontiguousarray(cu[: keep + 1])
+
+
+def _grid(rng: np.random.Generator, spec: RopeSpec) -> tuple[int, int]:
+    """Batch rows and tokens per row from the shape space (:mod:`conformance.generated.shapes`), the
+    tokens cut to the largest value of the space that keeps one head within :data:`MAX_ELEMENTS`."""
+    batch, tokens = int(pick(rng, BATCH_ROWS)), int(pick(rng, TOKENS))
+    room = max(1, MAX_ELEMENTS // (batch * spec.head_dim))
+    if tokens > room:
+        tokens = max([t for t in TOKENS if t <= room] or [1])
+    return batch, tokens
 
 
 def _flags(draw: Draw, attention: float) -> tuple[str, ...]:

@@ -6,17 +6,22 @@ search starts again from the top; it stops when no candidate fails any more or t
 budget is spent. Every candidate is strictly smaller than its parent in one of these
 (well-founded) measures, so the search ends:
 
-1. fewer batch rows: the row of the worst element alone, rows 0 and that row, either half;
-2. fewer tokens: the worst token alone, the three tokens around it, either half (packed
-   sequences: the worst sequence alone, either half of the sequences, every sequence cut to
-   its first token or its first half, then the tokens of a single sequence);
-3. fewer heads: the worst head alone, either half;
+1. fewer batch rows: the row of the worst element alone, rows 0 and that row, either half, all
+   but the last (one fewer: a tile or launch boundary is found exactly);
+2. fewer tokens: the worst token alone, the three tokens around it, either half, all but the
+   last (packed sequences: the worst sequence alone, either half of the sequences, all but the
+   last, every sequence cut to its first token or its first half, then the tokens of a single
+   sequence);
+3. fewer heads: the worst head alone, either half, all but the last;
 4. simpler positions: all zero; shifted so that the smallest one is 0 or 1 (parity kept);
    shifted towards 0 by half, a quarter, ... of the smallest magnitude (even shifts, so odd
    positions stay odd); for ``inv_freq``, ``seq_len`` 1 or halved;
 5. a simpler spec (plain RoPE only): no scaling, each optional scaling parameter dropped,
    the whole head rotated, the exponent denominator = the rotary width, ``half`` pairing,
-   theta = 10000, head dim 2 or half the head dim (a prefix of the channels).
+   theta = 10000, head dim 2, half the head dim or one pair fewer (a prefix of the channels).
+
+The result is the smallest shape the greedy search reaches: a bug at a boundary (a head tile of 4,
+64 tokens for a prefill path, 16 pairs) shrinks to the first count past it.
 
 Slices keep the values of the failing inputs (they are not drawn again); expected values
 are recomputed for every candidate. Candidates outside the backend's declared interface
@@ -82,6 +87,7 @@ def _subsets(n: int, worst: int) -> list[list[int]]:
     if worst != 0 and n > 2:
         out.append([0, worst])
     out += _halves(n)
+    out.append(list(range(n - 1)))  # one fewer: the smallest count that still fails, past a boundary
     seen, unique = set(), []
     for s in out:
         if 0 < len(s) < n and tuple(s) not in seen:
@@ -106,6 +112,8 @@ def _worst_index(worst: Mapping[str, Any] | None, key: str, fallback_axis: int |
 
 
 def _fewer_rows_tokens_heads(draw: Draw, worst: Mapping[str, Any] | None) -> Iterator[Draw]:
+    if (draw.tensor is not None and draw.tensor.size == 0) or (draw.positions is not None and draw.positions.size == 0):
+        return  # an empty case has no element to drop
     grid = draw.grid
     if draw.cu_seqlens is not None:
         cu = draw.cu_seqlens
@@ -196,7 +204,7 @@ def _smaller_head(draw: Draw) -> Iterator[Draw]:
     spec = draw.spec
     if spec.rotary_dim != spec.head_dim:
         return
-    for head in sorted({2, (spec.head_dim // 2) & ~1}):
+    for head in sorted({2, (spec.head_dim // 2) & ~1, spec.head_dim - 2}):
         if not 2 <= head < spec.head_dim:
             continue
         sc = spec.scaling

@@ -3,7 +3,9 @@
 :class:`Interface` is what a backend declares (its ``Capabilities``) intersected with the stages
 it implements and the dtypes asked for. :func:`draw_spec` draws a valid :class:`RopeSpec` inside
 it (docs/spec.md sections 2-4): a declared scaling type with realistic random parameters, theta
-from real models or log-uniform in [1e2, 1e7], head dims 4-256, a declared pairing, and a
+from real models or log-uniform in [1e2, 1e7], head dims 4-256 or a pair count of the shape space
+(:data:`~conformance.generated.shapes.PAIR_COUNTS`, 1 to 65 pairs, with an odd tail or offset), a
+declared pairing, and a
 partial, window-last or odd-denominator rotary window, mRoPE sections or a 2-D vision form only
 when declared. :func:`scaling_switches` gives the ``seq_len`` values where a length-dependent
 scaling changes (drawn positions and ``inv_freq`` lengths aim at them).
@@ -22,6 +24,7 @@ from roperef.errors import bad
 from roperef.spec import PAIRINGS, SCALING_TYPES, RopeSpec, Scaling
 
 from ..backends.base import backend_stages
+from ..generated.shapes import PAIR_COUNTS, WINDOW_OFFSETS
 from ..vocabulary import DTYPES, FEATURES, STAGES
 
 __all__ = ["Interface", "draw_spec", "scaling_switches", "pick", "log_uniform", "odd"]
@@ -156,17 +159,29 @@ def _window(rng: np.random.Generator, head: int, features: frozenset[str]) -> di
     return {"rotary_dim": width, "rotary_start": head - width if kind == "last" else 0}
 
 
+def _pair_count_window(rng: np.random.Generator, features: frozenset[str]) -> tuple[int, dict[str, Any]]:
+    """A head dim and window from the shape space: a pair count of :data:`PAIR_COUNTS` in a full
+    window, or with an odd pass-through tail (``partial``) or at an odd offset (``window_last``)."""
+    n = int(pick(rng, PAIR_COUNTS))
+    kinds = ["full"] + [k for k, f in (("partial", "partial"), ("last", "window_last")) if f in features]
+    kind, extra = pick(rng, kinds), int(pick(rng, WINDOW_OFFSETS))
+    if kind == "full":
+        return 2 * n, {}
+    return 2 * n + extra, {"rotary_dim": 2 * n, "rotary_start": extra if kind == "last" else 0}
+
+
 def _plain_spec(rng: np.random.Generator, iface: Interface) -> RopeSpec:
-    if rng.random() < 0.7:
-        head = int(pick(rng, (8, 16, 32, 64, 64, 80, 96, 128, 128, 256)))
+    roll = rng.random()
+    if roll < 0.3:
+        head, window = _pair_count_window(rng, iface.features)
     else:
-        head = 2 * int(rng.integers(2, 81))
-    window = _window(rng, head, iface.features)
+        head = int(pick(rng, (8, 16, 32, 64, 64, 80, 96, 128, 128, 256))) if roll < 0.8 else 2 * int(rng.integers(2, 81))
+        window = _window(rng, head, iface.features)
     kind = pick(rng, iface.scaling_types)
     width = window.get("rotary_dim", head)
-    if kind in ("dynamic", "ntk") and window.get("freq_dim", width) <= 2:
+    if kind in ("dynamic", "ntk") and window.get("freq_dim", width) <= 2:  # the NTK exponent d / (d - 2) needs d > 2
         window = {}
-        width = head
+        head = width = head if head > 2 and head % 2 == 0 else 6
     return RopeSpec(head, pairing=pick(rng, iface.pairings), theta=_theta(rng), scaling=_scaling(rng, kind, width // 2),
                     **window)
 

@@ -13,7 +13,11 @@ precision) the generator derives, deterministically, a covering set of small cas
   each stage where it can occur, the first probe (spec variant + regime; seq_len on both sides
   of every length switch: longrope below/at/past L0, dynamic at/past M) whose case the interface
   declares *and* that exposes the class at the declared precision; pairing and dtype rotate
-  with the class so that classes meet every pairing and dtype.
+  with the class so that classes meet every pairing and dtype;
+- *the shape sweep* (:mod:`conformance.generated.shapes`): tokens per row on both sides of every
+  power of two up to 1024 and 4097, 1 to 9 heads, 1, 3 or 5 batch rows, 1 to 65 pairs in full and
+  partial windows, the declared layouts and call forms, combined pairwise; empty inputs; more
+  than 4096 rows.
 
 A generated case's id is ``family/variant/pairing/dtype/shape/tag`` like a golden's (the tag
 names the regime and its offsets), so ``--filter ID`` selects it; its inputs are drawn from
@@ -26,16 +30,11 @@ case of a class is declined, one declined case is kept so the report says so.
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from roperef import reference
-from roperef.frequencies import inv_freq
 from roperef.spec import PAIRINGS, RopeSpec
 
 from ..bugs.catalogue import CATALOGUE
@@ -43,30 +42,17 @@ from ..bugs.facts import case_facts
 from ..bugs.model import BugClass
 from ..calls.declared import Interface
 from ..calls.stage_call import SUPPORTS_RAISED, supports_reason
-from ..cases.case import GoldenCase, case_family, numpy_dtype, shape_tag
-from ..error_model.tolerance import position_rows
-from ..vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
+from ..cases.case import GoldenCase, case_family, shape_tag
+from ..vocabulary import DTYPES, STAGES
+from .gencase import GenCase, light_case, materialize_all, materialize_generated, tensor_shape
 from .positions import COVERAGE_REGIMES, REGIMES, Regime
+from .shapes import sweep_cases
 from .specs import variant_scaling, variant_spec
 
 __all__ = ["Interface", "GenCase", "Plan", "plan_cases", "materialize_generated", "materialize_all", "generated_cases", "light_case"]
 
-HEADS = 2
 _SWITCHES = {"longrope": ("below-L0", "at-L0", "past-L0"), "dynamic": ("at-M", "past-M")}
 _FINEST = ("float64", "float32", "float16", "bfloat16")
-
-
-@dataclass(frozen=True)
-class GenCase:
-    """A generated case before materialization: a light GoldenCase (inputs zero) and its recipe."""
-
-    id: str
-    stage: str
-    variant: str
-    spec: RopeSpec
-    dtype: str
-    regime: Regime
-    light: GoldenCase
 
 
 @dataclass
@@ -93,42 +79,6 @@ def _spec_kind(spec: RopeSpec) -> str:
     return "mrope" if spec.mrope_section is not None else "vision" if spec.vision is not None else "plain"
 
 
-def _shape(stage: str, spec: RopeSpec, regime: Regime) -> tuple[int, ...]:
-    if stage == "inv_freq":
-        return ()
-    grid = regime.grid()
-    if stage == "cos_sin":
-        return grid if len(grid) == 2 else (1, grid[0])
-    return (*grid, HEADS, spec.head_dim)
-
-
-def light_case(case_id: str, stage: str, spec: RopeSpec, dtype: str, regime: Regime) -> GoldenCase:
-    """A GoldenCase with the right positions and shapes, zero inputs and placeholder outputs (an apply
-    case's placeholder tables differ between batch rows where its positions do)."""
-    arrays: dict[str, np.ndarray] = {}
-    shape = _shape(stage, spec, regime)
-    if stage == "inv_freq":
-        arrays["seq_len"] = np.asarray(regime.seq_len, dtype=np.int64)
-        arrays["inv_freq"] = np.zeros(spec.n_pairs)
-        arrays["attention_factor"] = np.asarray(1.0)
-    elif stage == "cos_sin":
-        arrays["positions"] = regime.positions
-        arrays["cos"] = arrays["sin"] = np.zeros((*position_rows(spec, regime.positions).shape[1:], spec.n_pairs))
-    else:
-        x = np.zeros(shape)
-        if stage == "apply":
-            # placeholder tables equal between batch rows exactly where the positions are (shared_tables)
-            table = np.broadcast_to(np.asarray(regime.positions, dtype=np.float64)[..., None], (*shape[:-2], spec.n_pairs))
-            arrays.update(x=x, cos=table.copy(), sin=table.copy(), y=x)
-        else:
-            arrays.update({"x" if stage == "forward" else "grad": x, "positions": regime.positions,
-                           "y" if stage == "forward" else "grad_x": x})
-            if regime.cu_seqlens is not None:
-                arrays["cu_seqlens"] = regime.cu_seqlens
-    flags = ("generated",)
-    return GoldenCase(case_id, case_family(stage, spec), stage, spec, dtype, "smoke", flags, arrays)
-
-
 def _make(stage: str, variant: str, pairing: str, dtype: str, regime: Regime) -> GenCase | None:
     try:
         spec = variant_spec(variant, pairing)
@@ -138,7 +88,7 @@ def _make(stage: str, variant: str, pairing: str, dtype: str, regime: Regime) ->
         return None
     if stage == "apply" and regime.kind not in ("shared", "rows"):
         return None
-    shape = _shape(stage, spec, regime)
+    shape = tensor_shape(stage, spec, regime)
     tag = f"seq{regime.seq_len}" if stage == "inv_freq" else regime.tag
     case_id = f"{case_family(stage, spec)}/{variant}/{pairing}/{dtype}/{shape_tag(shape, stage, spec.head_dim)}/{tag}"
     return GenCase(case_id, stage, variant, spec, dtype, regime, light_case(case_id, stage, spec, dtype, regime))
@@ -170,8 +120,9 @@ def _why_not(cls: BugClass, iface: Interface, blocked: set[str]) -> str:
     return "the interface cannot express it: no declared case exposes it at the declared precision"
 
 
-def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) -> Plan:
-    """The generated cases for ``backend`` (light, not materialized) and the expressibility of each class."""
+def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True, shapes: bool = True) -> Plan:
+    """The generated cases for ``backend`` (light, not materialized) and the expressibility of each class;
+    ``shapes``: with the shape sweep (:mod:`conformance.generated.shapes`)."""
     iface = Interface.of(backend)
     plan = Plan()
     seen: dict[str, GenCase] = {}
@@ -264,47 +215,13 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True) ->
             add(declined[0][0])
         else:
             plan.expressible[cls.id] = _why_not(cls, iface, blocked)
+    # the shape sweep: tokens, heads, batch rows, pairs, layouts and call forms (pairwise)
+    if shapes:
+        for g in sweep_cases(iface):
+            if iface.declares(g.light) is None and refusal(g) is None:
+                add(g)
     plan.cases = sorted(seen.values(), key=lambda g: (STAGES.index(g.stage), g.id))
     return plan
-
-
-# ----------------------------------------------------------------------------- materialize
-
-
-def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    return rng.standard_normal(shape).astype(numpy_dtype(dtype)).astype(np.float64)
-
-
-def materialize_generated(g: GenCase) -> GoldenCase:
-    """The full case: inputs from the id's own seeded generator, expected values by :mod:`roperef.reference`."""
-    rng = np.random.default_rng(zlib.crc32(g.id.encode("utf-8")))
-    spec, stage, reg = g.spec, g.stage, g.regime
-    arrays: dict[str, np.ndarray] = {}
-    if stage == "inv_freq":
-        w, s = inv_freq(spec, reg.seq_len)
-        arrays.update(seq_len=np.asarray(reg.seq_len, dtype=np.int64), inv_freq=np.ascontiguousarray(w), attention_factor=np.asarray(s))
-    elif stage == "cos_sin":
-        pos = reg.positions
-        cos, sin = reference.cos_sin(spec, pos)
-        arrays.update(positions=pos, cos=np.asarray(cos, dtype=np.float64), sin=np.asarray(sin, dtype=np.float64))
-    else:
-        shape = _shape(stage, spec, reg)
-        x = _draw(rng, shape, g.dtype)
-        pos, cu = reg.positions, reg.cu_seqlens
-        if stage == "apply":
-            cos, sin = reference.cos_sin(spec, pos)
-            cos = cos.astype(numpy_dtype(g.dtype)).astype(np.float64)
-            sin = sin.astype(numpy_dtype(g.dtype)).astype(np.float64)
-            arrays.update(x=x, cos=cos, sin=sin, y=np.asarray(reference.apply(x, cos, sin, spec), dtype=np.float64))
-        else:
-            fn = getattr(reference, stage)
-            out = np.asarray(fn(x, pos, spec, cu_seqlens=cu), dtype=np.float64)
-            arrays.update({"x" if stage == "forward" else "grad": x, "positions": pos, "y" if stage == "forward" else "grad_x": out})
-            if cu is not None:
-                arrays["cu_seqlens"] = cu
-    missing = [k for k in STAGE_OUTPUTS[stage] if k not in arrays]
-    assert not missing, missing
-    return GoldenCase(g.id, g.light.family, stage, spec, g.dtype, "smoke", ("generated",), arrays)
 
 
 def generated_cases(backend: Any, exclude: Iterable[str] = ()) -> tuple[list[GoldenCase], Plan]:
@@ -312,8 +229,3 @@ def generated_cases(backend: Any, exclude: Iterable[str] = ()) -> tuple[list[Gol
     plan = plan_cases(backend)
     skip = set(exclude)
     return materialize_all(g for g in plan.cases if g.id not in skip), plan
-
-
-def materialize_all(items: Iterable[GenCase]) -> list[GoldenCase]:
-    """Materialize several cases (NumPy only: nothing is compiled)."""
-    return [materialize_generated(g) for g in items]

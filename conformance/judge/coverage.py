@@ -11,10 +11,11 @@ For every class of the catalogue (:mod:`conformance.bugs.catalogue`):
   declaration), every exposing case was an ERROR, or no selected case exposes it (a filter,
   ``--goldens-only``).
 
-Also the NOT_SUPPORTED reasons with their counts, and the reasons the backend gave for declining
+Also the NOT_SUPPORTED reasons with their counts, the reasons the backend gave for declining
 declared candidates while the generated cases were planned (``planning_declined``: such a candidate
 is replaced by another where one exists, so the cases judged are fewer than the interface declares;
-the line says so instead of a silent 100%). The fraction ``judged / expressible`` is the
+the line says so instead of a silent 100%), and the shapes judged (token, head, pair and batch
+boundaries, layouts, call forms: :mod:`conformance.judge.shape_coverage`). The fraction ``judged / expressible`` is the
 number docs/backends.md shows per backend.
 """
 
@@ -29,6 +30,7 @@ from ..bugs.facts import case_facts
 from ..calls.declared import INCONSISTENT, Interface
 from ..cases.case import GoldenCase
 from .runner import RunReport
+from .shape_coverage import shape_coverage
 
 __all__ = ["coverage", "JUDGED"]
 
@@ -103,4 +105,5 @@ def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
         "not_supported": [{"reason": m, "count": n} for m, n in sorted(unsupported.items(), key=lambda kv: (-kv[1], kv[0]))],
         "inconsistent": sum(n for m, n in unsupported.items() if m.startswith(INCONSISTENT)),
         "planning_declined": [{"reason": m, "count": n} for m, n in sorted((refused or {}).items(), key=lambda kv: (-kv[1], kv[0]))],
+        "shapes": shape_coverage(report.results, by_id.values()),
     }

@@ -37,6 +37,7 @@ import numpy as np
 from ..backends.base import Declined, backend_stages, declaration_notes
 from ..calls.declared import INCONSISTENT, declaration_gap
 from ..calls.isolate import Worker
+from ..calls.memory import form_parts
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
 from ..cases.case import GoldenCase
 from ..diagnose.failure import explain_failure
@@ -48,7 +49,7 @@ from .xfail import XfailList
 
 __all__ = [
     "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
-    "judge_case", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
+    "judge_case", "judge_parts", "modified_message", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
 ]
 
 STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
@@ -253,7 +254,7 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
     exp, bnd = expected_and_bounds(case, caps, r)
     metrics = compare(case, outputs, exp, bnd)
     if modified:
-        return Judged("FAIL", f"input(s) {', '.join(modified)} modified in place", metrics, r)
+        return Judged("FAIL", modified_message(modified), metrics, r)
     if not problem and metrics.budget_used <= 1.0:
         return Judged("PASS", f"budget {metrics.budget_used:.3g}", metrics, r)
     w = metrics.worst
@@ -269,6 +270,40 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
         except Exception as exc:
             diag = {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
     return Judged("FAIL", msg, metrics, r, diag)
+
+
+def modified_message(modified: Sequence[str]) -> str:
+    """``input(s) x, cos modified in place`` for input names; sentences (memory written outside a view,
+    :mod:`conformance.calls.memory`) as they are."""
+    names = [m for m in modified if " " not in m]
+    said = ([f"input(s) {', '.join(names)} modified in place"] if names else []) + [m for m in modified if " " in m]
+    return "; ".join(said)
+
+
+def _form_parts(case: GoldenCase, raw: Any) -> list[tuple[str, GoldenCase, Any]]:
+    try:
+        return form_parts(case, raw)
+    except ValueError as exc:
+        raise StageError(str(exc)) from None
+
+
+def judge_parts(parts: Sequence[tuple[str, GoldenCase, Mapping[str, np.ndarray]]], caps: Any, profile: Profile, *,
+                modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
+    """:func:`judge_case` over the parts of one result (q and k of a q+k call; one part otherwise): FAIL
+    when any part fails (the message names the part: ``k: ...``), the metrics of the worst part."""
+    if len(parts) == 1:
+        _, sub, out = parts[0]
+        return judge_case(sub, out, caps, profile, modified=modified, diagnose=diagnose)
+    judged = [(label, judge_case(sub, out, caps, profile, diagnose=diagnose)) for label, sub, out in parts]
+    worst = max(judged, key=lambda lj: lj[1].metrics.budget_used if lj[1].metrics is not None else math.inf)[1]
+    failing = [(label, j) for label, j in judged if j.status != "PASS"]
+    if modified:
+        return Judged("FAIL", modified_message(modified), worst.metrics, worst.tolerance)
+    if not failing:
+        return Judged("PASS", "; ".join(f"{label}: {j.message}" for label, j in judged), worst.metrics, worst.tolerance)
+    first = failing[0][1]
+    return Judged("FAIL", "; ".join(f"{label}: {j.message}" for label, j in failing), first.metrics, first.tolerance,
+                  first.diagnosis)
 
 
 # ----------------------------------------------------------------------------- running
@@ -343,19 +378,19 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
     elif verdict is True and not callable(getattr(backend, "call_case", None)) and case.stage not in backend_stages(backend):
         res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
     elif verdict is True:
-        outputs: dict[str, np.ndarray] | None = None
+        parts: list[tuple[str, GoldenCase, dict[str, np.ndarray]]] | None = None
         try:
             raw, modified = call(case)
-            outputs = _as_outputs(case, raw)
+            parts = [(label, sub, _as_outputs(sub, out)) for label, sub, out in _form_parts(case, raw)]
         except StageError as exc:
             res.status, res.message = "ERROR", str(exc)
         except Interrupted:
             raise
         except Exception as exc:
             res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
-        if outputs is not None:
+        if parts is not None:
             try:
-                j = judge_case(case, outputs, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
+                j = judge_parts(parts, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
                 res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
             except Exception as exc:
                 res.status = "ERROR"

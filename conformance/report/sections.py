@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ..judge.runner import RunReport
 from ..judge.verdict import write_verdict_plot
+from .shape_text import shape_lines
 
 __all__ = ["console_sections", "markdown_sections", "junit_sections", "write_verdict_png", "coverage_line"]
 
@@ -61,6 +62,8 @@ def console_sections(report: RunReport, out: TextIO, *, quiet: bool = False) -> 
                 w(f"  {e['count']:>5}  {e['reason']}\n")
             if len(pd) > 8:
                 w(f"  ... and {len(pd) - 8} more reasons\n")
+        if cov.get("shapes"):
+            w("\n" + "\n".join(shape_lines(cov["shapes"], quiet)) + "\n")
     v = report.verdict
     if v:
         w(f"\nrun-level diagnosis ({v['failing']} failing case(s)):\n")
@@ -92,6 +95,9 @@ def markdown_sections(report: RunReport) -> list[str]:
         ns = cov.get("not_supported") or []
         if ns:
             lines += ["", "NOT_SUPPORTED reasons: " + "; ".join(f"{_md(e['reason'])} ({e['count']})" for e in ns[:12])]
+        if cov.get("shapes"):
+            head, *rest = shape_lines(cov["shapes"])
+            lines += ["", "### Shapes", "", _md(head), ""] + [f"- {_md(x.strip())}" for x in rest]
     return lines
 
 
