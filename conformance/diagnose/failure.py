@@ -1,14 +1,28 @@
-"""Everything said about one FAIL beyond its numbers: diagnosis, declaration hints, error profile per pair.
+"""Everything said about one FAIL beyond its numbers, and whether it is a FAIL or IMPRECISE.
 
-Called by :func:`conformance.judge.runner.judge_case` on every FAIL (unless diagnosis is off). The
-per-pair profile (the worst error/bound of each pair, with the pair's wavelength ``2*pi/w``)
+Called by :func:`conformance.judge.runner.judge_case` on every case over its bound
+(:func:`failure_verdict`):
+
+1. **precision** (:mod:`.precision`): a FAIL within a small factor of its bound that a precision
+   mechanism reproduces is IMPRECISE, unless a catalogue decoy of a semantic class reproduces it
+   too (then it stays a FAIL: a semantic bug is never swallowed);
+2. **the operator measured** from the case's own data (:mod:`.operator`) and, when the backend can be
+   called again, by **probing** it once per failing group (:mod:`.probe`);
+3. **decoys** of the catalogue (:mod:`.likely_bug`). A class is named only when its decoy reproduces
+   the output within the declared precision and nothing measured contradicts it: probing found
+   state, cross-head/token dependence, non-linearity or head-dependent maps (no decoy has those), or
+   the fitted parameter is not one a config or a real engine would hold (:func:`implausible`);
+4. the **summary**: the named cause, or what was measured and which section of docs/spec.md it
+   contradicts; never a "closest" guess.
+
+The per-pair profile (the worst error/bound of each pair, with the pair's wavelength ``2*pi/w``)
 feeds the run-level verdict (:mod:`conformance.judge.verdict`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -21,10 +35,19 @@ from ..cases.case import GoldenCase
 from ..error_model.expected import attention_divisor
 from ..error_model.tolerance import Profile, Resolved, position_rows
 from .declaration import declaration_hints
+from .findings import Finding
 from .likely_bug import diagnose
+from .operator import measure_operator
+from .precision import MAX_FACTOR, ROUNDING_CLASSES, PrecisionVerdict, precision_verdict
+from .probe import ProbeResult
 from .separate import separating_case
 
-__all__ = ["explain_failure", "pair_profile"]
+__all__ = ["explain_failure", "pair_profile", "failure_verdict", "precision_note", "implausible", "Prober", "UNDESCRIBED_AXES"]
+
+#: ``prober(case, outputs, bound, resolved) -> (ProbeResult, reused) | None``: the runner's access to probing
+Prober = Callable[[GoldenCase, Mapping[str, np.ndarray], Mapping[str, np.ndarray], Resolved], "tuple[ProbeResult, bool] | None"]
+#: measured properties no decoy of the catalogue has: a decoy matching the output is not named when one is found
+UNDESCRIBED_AXES = frozenset({"state", "dependence", "linearity", "head"})
 
 
 def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mapping[str, np.ndarray],
@@ -55,12 +78,139 @@ def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mappi
     return {"ratio": [float(x) for x in per], "wavelength": lam}
 
 
+def _round_number(v: float, digits: int = 3) -> bool:
+    """``v`` has at most ``digits`` significant decimal digits, or is a power of two times such a number."""
+    if not math.isfinite(v) or v == 0:
+        return False
+    a = abs(v)
+    for base in (a, a / 2 ** round(math.log2(a))):
+        e = math.floor(math.log10(base)) - (digits - 1)
+        m = base / 10**e
+        if abs(m - round(m)) <= 1e-6 * m:
+            return True
+    return False
+
+
+def implausible(match: str, param: Any) -> str | None:
+    """Why a fitted parameter is not one a config or an engine would hold (None: plausible)."""
+    if param is None:
+        return None
+    if match == "positions:shifted":
+        k = int(param)
+        if abs(k) >= 128 and abs(k) & (abs(k) - 1) == 0:
+            return (f"a shift by {k} on every token is also what a table indexed modulo {abs(k)} (or a tile/cache offset) "
+                    "does on these positions")
+        return None
+    if match in ("theta:wrong", "scaling:factor") and isinstance(param, (int, float)) and not _round_number(float(param)):
+        return f"the fitted {'theta' if match == 'theta:wrong' else 'factor'} {float(param):.6g} is not a value a config holds"
+    return None
+
+
+def _gate(diag: dict[str, Any], findings: list[Finding]) -> str | None:
+    """Why the matched class must not be named (None: it may)."""
+    match = diag.get("match")
+    if not match:
+        return None
+    odd = [f for f in findings if f.axis in UNDESCRIBED_AXES]
+    if odd:
+        return f"the operator also has what no decoy has ({odd[0].words})"
+    if len(diag.get("matches") or []) == 1:
+        param = next((c.get("param") for c in diag.get("candidates", []) if c["name"] == match), None)
+        return implausible(match, param)
+    return None
+
+
+def _measured_words(findings: list[Finding], limit: int = 3) -> list[str]:
+    ranked = sorted(findings, key=lambda f: (f.probe, f.axis in ("gain",)))
+    out = []
+    for f in ranked[:limit]:
+        out.append(f"{f.words} [docs/spec.md section {f.section}]")
+    if len(findings) > limit:
+        out.append(f"and {len(findings) - limit} more finding(s)")
+    return out
+
+
 def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, r: Resolved,
-                    exp: Mapping[str, np.ndarray], bnd: Mapping[str, np.ndarray], out_dtype: Any) -> dict[str, Any]:
-    """The diagnosis dict of a FAIL (see :func:`conformance.diagnose.likely_bug.diagnose`) plus ``profile``."""
-    hints = declaration_hints(case, outputs, caps, profile, out_dtype)
-    diag = diagnose(case, outputs, r, exp, divisor=attention_divisor(case, caps), hints=hints, separate=separating_case)
+                    exp: Mapping[str, np.ndarray], bnd: Mapping[str, np.ndarray], out_dtype: Any, *,
+                    probe: Prober | None = None, precision: PrecisionVerdict | None = None,
+                    hints: list[str] | None = None) -> dict[str, Any]:
+    """The diagnosis dict of a FAIL (see :func:`conformance.diagnose.likely_bug.diagnose`) plus ``profile``,
+    ``findings`` (the measured operator, data-only and probed), ``operator``, ``probe`` and ``precision``."""
+    if hints is None:
+        hints = declaration_hints(case, outputs, caps, profile, out_dtype)
+    notes: list[str] = []
+    try:
+        measured = measure_operator(case, outputs, exp, bnd, r)
+    except (ValueError, FloatingPointError, IndexError, ZeroDivisionError, np.linalg.LinAlgError) as exc:
+        measured = None
+        notes.append(f"the operator could not be measured: {type(exc).__name__}: {exc}")
+    findings: list[Finding] = list(measured.findings) if measured else []
+    probed = probe(case, outputs, bnd, r) if probe is not None else None
+    if probed is not None:
+        findings += probed[0].findings
+    words = _measured_words(findings)
+    if not words and measured is not None and measured.notes:
+        words = [f"{measured.notes[0]}: a small deviation, not a different rotation"]
+    diag = diagnose(case, outputs, r, exp, divisor=attention_divisor(case, caps), hints=hints, separate=separating_case,
+                    measured=words)
     prof = pair_profile(case, outputs, exp, bnd)
     if prof is not None:
         diag["profile"] = prof
+    why_not = _gate(diag, findings)
+    if why_not:
+        named = diag["match"]
+        diag["not_named"] = {"class": named, "why": why_not}
+        diag["match"], diag["matches"] = None, []
+        budget = next((c["budget"] for c in diag["candidates"] if c["name"] == named), math.nan)
+        diag["summary"] = (f"not named: the output matches decoy {named} on this case (budget {budget:.3g}) but {why_not}. "
+                           "The output itself says: " + "; ".join(words))
+    diag["findings"] = [f.to_dict() for f in findings]
+    diag["operator"] = measured.to_dict() if measured else None
+    if probed is not None:
+        diag["probe"] = probed[0].to_dict(reused=probed[1])
+        diag["summary"] += (f" [probed: {probed[0].calls} extra call(s) for this failing group"
+                            f"{', reused from ' + probed[0].first_case if probed[1] else ''}]")
+    else:
+        diag["probe"] = None
+    diag["precision"] = precision.to_dict() if precision else None
+    if notes:
+        diag.setdefault("notes", []).extend(notes)
     return diag
+
+
+def precision_note(pv: PrecisionVerdict) -> str:
+    """``precision mechanism frequency-drift (passes with --tol c_log=3.2 ...)``: the short form for a message."""
+    return f"precision mechanism {pv.mechanism}" + (f" (passes with {' or '.join(pv.passes_with)})" if pv.passes_with else "")
+
+
+def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, r: Resolved,
+                    exp: Mapping[str, np.ndarray], bnd: Mapping[str, np.ndarray], out_dtype: Any, fail_budget: float, *,
+                    diagnose: bool = True, probe: Prober | None = None) -> tuple[str, dict[str, Any] | None, str]:
+    """``(status, diagnosis, note)`` of a case over its bound: ``"IMPRECISE"`` when a precision mechanism
+    reproduces it and no semantic decoy does, else ``"FAIL"``; the diagnosis when ``diagnose``; ``note``:
+    the mechanism in a few words (IMPRECISE only)."""
+    hints = declaration_hints(case, outputs, caps, profile, out_dtype) if diagnose or fail_budget <= MAX_FACTOR else []
+    pv = precision_verdict(case, outputs, exp, bnd, r, caps, fail_budget, attention_divisor(case, caps), hints)
+    if not diagnose:
+        return ("IMPRECISE", None, precision_note(pv)) if pv else ("FAIL", None, "")
+    diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype, probe=probe if pv is None else None,
+                           precision=pv, hints=hints)
+    if pv is None:
+        return "FAIL", diag, ""
+    semantic = [c for c in diag.get("candidates", []) if c["name"] in (diag.get("matches") or []) and c["name"] not in ROUNDING_CLASSES]
+    clearly = [c for c in semantic if c["budget"] <= 0.5 * pv.model_budget]
+    if clearly:
+        diag["precision"] = None
+        diag["summary"] += (f" (a precision mechanism, {pv.mechanism}, also reproduces it with budget {pv.model_budget:.3g}, but decoy "
+                            f"{clearly[0]['name']} reproduces it clearly better: a FAIL)")
+        return "FAIL", diag, ""
+    tail = f"; passes with {' or '.join(pv.passes_with)}" if pv.passes_with else ""
+    if semantic:
+        names = ", ".join(f"{c['name']} (budget {c['budget']:.3g})" for c in semantic)
+        diag["not_named"] = {"class": semantic[0]["name"], "why": "a precision mechanism reproduces the output as well"}
+        diag["match"], diag["matches"] = None, []
+        diag["summary"] = (f"{pv.words}{tail}. Decoys {names} would also reproduce this case (its bound is too loose to tell them "
+                           f"from {pv.mechanism}, model budget {pv.model_budget:.3g}): not named; other cases tell them apart")
+    else:
+        diag["summary"] = pv.words + tail + ". " + diag["summary"]
+    return "IMPRECISE", diag, precision_note(pv)

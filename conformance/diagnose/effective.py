@@ -1,0 +1,122 @@
+"""Effective positions and frequencies: what ``p`` and ``w`` the measured angles correspond to.
+
+The angle a backend applied to pair ``j`` of a unit (a token, or one head of a token) is
+``psi = phi + delta`` (``phi = p w_j`` the spec's, ``delta`` the measured error, both modulo 2 pi).
+
+- *Effective position* of a unit, per position row: the ``p'`` with ``psi_j = w_j p'`` on every pair
+  of that row, assuming the spec's frequencies. ``p' - p`` is read from the lowest frequency first
+  (where it cannot wrap) and refined through the higher ones (each step at most doubles the
+  frequency's resolving power): :func:`effective_positions`. It is *consistent* when every pair's
+  residual is within its angle tolerance. Where the unwrap cannot reach (``|p' - p| w_min > pi``) a
+  list of candidate positions (0, the case's own positions) is tried directly: :func:`match_positions`.
+- *Effective frequency* of a pair: the ``w'`` with ``psi = w' p + c`` over the tokens, assuming the
+  spec's positions, read from the smallest position gap and unwrapped through larger gaps:
+  :func:`pair_frequency`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from roperef.reference import two_product
+
+from .samples import TWO_PI, wrap
+
+__all__ = ["effective_positions", "match_positions", "pair_frequency", "angle_of"]
+
+Arr = np.ndarray
+
+
+def angle_of(p: Arr, w: Arr) -> Arr:
+    """``p w`` modulo 2 pi from a two-term product (``p`` and ``w`` broadcast)."""
+    p, w = np.broadcast_arrays(np.asarray(p, dtype=np.float64), np.asarray(w, dtype=np.float64))
+    hi, lo = two_product(p, w)
+    return wrap(wrap(hi) + lo)
+
+
+def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, slack: float = 6.0) -> tuple[Arr, Arr]:
+    """``(dp [U, A], consistent [U, A])``: ``p' - p`` per unit and position row, from angle errors
+    ``delta [U, n]`` (allowed ``tol [U, n]``); NaN / False for a row without a rotating pair."""
+    units = delta.shape[0]
+    dp = np.full((units, n_axes), np.nan)
+    good = np.zeros((units, n_axes), dtype=bool)
+    for ax in range(n_axes):
+        cols = np.nonzero((axes == ax) & (w > 0))[0]
+        if cols.size == 0:
+            continue
+        cols = cols[np.argsort(w[cols], kind="stable")]
+        d = np.zeros(units)
+        num, den = np.zeros(units), np.zeros(units)
+        finite = np.isfinite(delta[:, cols]).all(axis=1)
+        for j in cols:
+            wj = w[j]
+            dj = np.where(np.isfinite(delta[:, j]), delta[:, j], 0.0)
+            u = d * wj + wrap(dj - d * wj)
+            num += u * wj
+            den += wj * wj
+            d = num / den
+        resid = np.abs(wrap(delta[:, cols] - d[:, None] * w[None, cols]))
+        t = tol[:, cols]
+        ok = resid <= slack * t + slack * np.median(t, axis=1, keepdims=True) + 1e-9
+        dp[:, ax] = d
+        good[:, ax] = finite & ok.all(axis=1)
+    return dp, good
+
+
+def match_positions(psi: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, candidates: Arr, slack: float = 6.0) -> Arr:
+    """``[U, A]``: the index into ``candidates`` of a position whose angles ``w_j c`` equal the unit's
+    ``psi [U, n]`` on every pair of the row (the first such candidate), or -1."""
+    units = psi.shape[0]
+    out = np.full((units, n_axes), -1, dtype=np.int64)
+    cand = np.asarray(candidates, dtype=np.float64)
+    if cand.size == 0:
+        return out
+    for ax in range(n_axes):
+        cols = np.nonzero((axes == ax) & (w > 0))[0]
+        if cols.size == 0:
+            continue
+        pred = angle_of(cand[:, None], w[None, cols])  # [C, k]
+        res = np.abs(wrap(psi[:, None, cols] - pred[None]))  # [U, C, k]
+        t = tol[:, None, cols]
+        ok = (res <= slack * t + 1e-9).all(axis=2) & np.isfinite(psi[:, cols]).all(axis=1)[:, None]
+        hit = ok.any(axis=1)
+        out[hit, ax] = np.argmax(ok[hit], axis=1)
+    return out
+
+
+def pair_frequency(p: Arr, psi: Arr, tol: Arr, prior: float, slack: float = 6.0) -> tuple[float, float, float, bool]:
+    """``(w', sigma_w, intercept, consistent)`` of one pair from its tokens' positions ``p`` and angles ``psi``
+    (``prior``: the spec's frequency, which picks the branch of the first difference)."""
+    keep = np.isfinite(psi) & np.isfinite(p)
+    p, psi, tol = p[keep], psi[keep], tol[keep]
+    order = np.argsort(p, kind="stable")
+    p, psi, tol = p[order], psi[order], tol[order]
+    gaps = np.diff(p)
+    nz = np.nonzero(gaps > 0)[0]
+    if nz.size == 0:
+        return math.nan, math.nan, math.nan, False
+    k = int(nz[np.argmin(gaps[nz])])
+    g = gaps[k]
+    w = float(wrap(np.asarray(psi[k + 1] - psi[k]))) / g
+    w += TWO_PI / g * round((prior - w) * g / TWO_PI)
+    dp = p - p[k]
+    dpsi = psi - psi[k]
+    adp = np.abs(dp)
+    reach = max(float(g), 1.0)
+    top = float(adp.max())
+    while True:
+        reach = min(2.0 * reach, top)
+        sel = (adp > 0) & (adp <= reach)
+        if sel.any():
+            u = w * dp[sel] + wrap(dpsi[sel] - w * dp[sel])
+            w = float(np.sum(u * dp[sel]) / np.sum(dp[sel] ** 2))
+        if reach >= top:
+            break
+    res = wrap(dpsi - w * dp)
+    c = float(np.angle(np.mean(np.exp(1j * (psi - w * p)))))
+    noise = float(np.median(tol)) * math.sqrt(2.0)
+    sigma_w = noise / math.sqrt(float(np.sum(dp**2)) + 1e-300)
+    consistent = bool(np.all(np.abs(res) <= slack * tol + slack * float(np.median(tol)) + 1e-9))
+    return w, max(sigma_w, 1e-300), c, consistent
