@@ -60,7 +60,7 @@ class Units:
 
 
 def _int(a: Arr) -> Arr:
-    return np.round(a).astype(np.int64)
+    return np.round(np.nan_to_num(np.asarray(a, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)).astype(np.int64)
 
 
 def _row_word(units: Units) -> str:

@@ -40,6 +40,7 @@ from .likely_bug import diagnose
 from .operator import measure_operator
 from .precision import MAX_FACTOR, ROUNDING_CLASSES, PrecisionVerdict, precision_verdict
 from .probe import ProbeResult
+from .samples import case_seq_len
 from .separate import separating_case
 
 __all__ = ["explain_failure", "pair_profile", "failure_verdict", "precision_note", "implausible", "Prober", "UNDESCRIBED_AXES"]
@@ -78,21 +79,24 @@ def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mappi
     return {"ratio": [float(x) for x in per], "wavelength": lam}
 
 
-def _round_number(v: float, digits: int = 3) -> bool:
-    """``v`` has at most ``digits`` significant decimal digits, or is a power of two times such a number."""
+def _round_number(v: float, digits: int = 3, rel: float = 1e-3) -> bool:
+    """``v`` is within ``rel`` (the precision of a fit) of a number with at most ``digits`` significant decimal
+    digits, or of a power of two times such a number."""
     if not math.isfinite(v) or v == 0:
         return False
     a = abs(v)
     for base in (a, a / 2 ** round(math.log2(a))):
         e = math.floor(math.log10(base)) - (digits - 1)
         m = base / 10**e
-        if abs(m - round(m)) <= 1e-6 * m:
+        if abs(m - round(m)) <= rel * m:
             return True
     return False
 
 
-def implausible(match: str, param: Any) -> str | None:
-    """Why a fitted parameter is not one a config or an engine would hold (None: plausible)."""
+def implausible(match: str, param: Any, spec_theta: float | None = None, seq_len: int | None = None,
+                static_lengths: tuple[int, ...] = ()) -> str | None:
+    """Why a fitted parameter is not one a config or an engine would hold (None: plausible). ``spec_theta``,
+    ``seq_len``, ``static_lengths``: the case's theta, length and the lengths a static dynamic-NTK policy uses."""
     if param is None:
         return None
     if match == "positions:shifted":
@@ -103,10 +107,20 @@ def implausible(match: str, param: Any) -> str | None:
         return None
     if match in ("theta:wrong", "scaling:factor") and isinstance(param, (int, float)) and not _round_number(float(param)):
         return f"the fitted {'theta' if match == 'theta:wrong' else 'factor'} {float(param):.6g} is not a value a config holds"
+    if match == "theta:wrong" and isinstance(param, (int, float)) and spec_theta and spec_theta > 1 and float(param) > 1:
+        q = math.log(float(param)) / math.log(spec_theta)
+        for power, what in ((0.5, "i/d instead of 2i/d"), (2.0, "4i/d instead of 2i/d")):
+            if abs(q - power) < 1e-4:
+                return (f"the fitted theta {float(param):.6g} is theta^{power:g}: the exponent {what} gives the same frequencies "
+                        "(not a config value)")
+    if match == "dynamic:length" and seq_len and isinstance(param, (int, float)):
+        if int(param) < seq_len and int(param) not in static_lengths:
+            return (f"a dynamic length {int(param)} shorter than the case's own {seq_len} is neither a stale longer length nor "
+                    "the static f*M: the dynamic formula itself differs")
     return None
 
 
-def _gate(diag: dict[str, Any], findings: list[Finding]) -> str | None:
+def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding]) -> str | None:
     """Why the matched class must not be named (None: it may)."""
     match = diag.get("match")
     if not match:
@@ -116,7 +130,9 @@ def _gate(diag: dict[str, Any], findings: list[Finding]) -> str | None:
         return f"the operator also has what no decoy has ({odd[0].words})"
     if len(diag.get("matches") or []) == 1:
         param = next((c.get("param") for c in diag.get("candidates", []) if c["name"] == match), None)
-        return implausible(match, param)
+        sc = case.spec.scaling
+        static = tuple(int(v) for v in (sc.max_position_embeddings, (sc.factor or 1) * (sc.max_position_embeddings or 0)) if v)
+        return implausible(match, param, case.spec.theta, case_seq_len(case), static)
     return None
 
 
@@ -156,7 +172,7 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
     prof = pair_profile(case, outputs, exp, bnd)
     if prof is not None:
         diag["profile"] = prof
-    why_not = _gate(diag, findings)
+    why_not = _gate(case, diag, findings)
     if why_not:
         named = diag["match"]
         diag["not_named"] = {"class": named, "why": why_not}

@@ -32,7 +32,7 @@ from .runner import RunReport
 
 __all__ = ["coverage", "JUDGED"]
 
-JUDGED = frozenset({"PASS", "FAIL", "XFAIL", "XPASS"})
+JUDGED = frozenset({"PASS", "FAIL", "IMPRECISE", "XFAIL", "XPASS"})
 
 
 def _budget(r: Any) -> float | None:
