@@ -47,6 +47,8 @@ _MROPE = ("forward", "mrope-chunked", "half", "float32", "mrope-image")
 _TABLE = ("cos_sin", "default", "half", "float32", "near4096")
 _BWD = ("backward", "default", "half", "float32", "near4096")
 _NEAR2048 = ("forward", "default", "half", "float32", "near2048")
+_NEAR65536 = ("forward", "default", "half", "float32", "near65536")
+_SPARSE = ("forward", "default", "half", "float32", "sparse")
 
 
 def make_case(stage: str, variant: str, pairing: str, dtype: str, regime: str):
@@ -73,6 +75,7 @@ UNLISTED: dict[str, Expect] = {
     "tail-unrotated": Expect(("token",), ("zero",), (_FWD, _ROWS), "the last 4 tokens of each row not rotated (a loop bound)"),
     "tokens-reversed": Expect(("token",), ("tokens-reversed",), (_FWD, _ROWS), "token t rotated with the position of token T-1-t"),
     "transposed-layout": Expect(("token",), ("transposed",), (_FWD, _ROWS), "[B, T, H, D] read as [B, H, T, D]"),
+    "int16-positions": Expect(("position", "token"), ("wrap", "shift"), (_NEAR65536, _SPARSE), "positions stored in int16 (wrap past 32767)"),
     # frequencies
     "freq-mirrored": Expect(("frequency",), ("mirrored",), (_FWD, _TABLE), "frequency order reversed: pair j uses w_(n-1-j)"),
     "freq-neighbours-swapped": Expect(("frequency",), ("permuted",), (_FWD, _TABLE), "pair j uses w_(j xor 1)"),
@@ -81,6 +84,7 @@ UNLISTED: dict[str, Expect] = {
     "last-pairs-zero": Expect(("frequency", "angle"), ("zero", "identity"), (_FWD, _TABLE), "the last 4 pairs get frequency 0"),
     "theta-times-3": Expect(("frequency",), ("geometric",), (_FWD, _TABLE), "theta multiplied by 3 (30000 for 10000)",
                             may_name=("theta:wrong",)),
+    "exponent-i-over-d": Expect(("frequency",), ("geometric",), (_FWD, _TABLE), "exponent i/d instead of 2i/d"),
     # angles
     "cos-sin-swapped": Expect(("angle",), ("complement",), (_FWD, _TABLE), "cos and sin exchanged (pi/2 - phi)"),
     "cos-negated": Expect(("angle",), ("reversed-negated",), (_FWD, _TABLE), "cos negated (pi - phi)"),
@@ -89,6 +93,10 @@ UNLISTED: dict[str, Expect] = {
     # gain
     "gain-sqrt-s": Expect(("gain",), ("uniform",), (_YARN,), "attention factor sqrt(s) instead of s"),
     "gain-half-pairs": Expect(("gain",), ("pairs",), (_YARN,), "s applied to the first half of the pairs only"),
+    "factor-on-cos-only": Expect(("pair_map",), ("formula",), (_YARN,), "the attention factor multiplies cos only"),
+    # rounding
+    "input-bf16": Expect(("rounding",), ("input",), (_FWD, _ROWS), "x rounded to bfloat16 before the rotation"),
+    "output-bf16": Expect(("rounding",), ("output",), (_FWD, _BWD), "the output rounded to bfloat16"),
     # channels
     "output-adjacent": Expect(("channel",), ("pairing",), (_FWD,), "rotate_half pairs written interleaved (de-interleaved output)",
                               may_name=("pairing:other",)),
@@ -157,7 +165,8 @@ class UnlistedEngine(BaseBackend):
                 t = np.float32(t * scale)
             return out.astype(F)
         i = np.arange(n, dtype=F) + (F(1) if b == "freq-index-plus-one" else F(0))
-        return (F(1) / np.power(F(theta), (F(2) * i / F(d)).astype(F))).astype(F)
+        two = F(1) if b == "exponent-i-over-d" else F(2)
+        return (F(1) / np.power(F(theta), (two * i / F(d)).astype(F))).astype(F)
 
     def freqs(self, spec) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
@@ -222,6 +231,8 @@ class UnlistedEngine(BaseBackend):
             rows = rows - rows[..., first] if b == "tile-restart-8" else rows[..., t % 8]
         elif b == "tokens-reversed" and rows.ndim == 3:
             rows = rows[..., ::-1].copy()
+        elif b == "int16-positions":
+            rows = np.mod(rows + 32768, 65536) - 32768
         elif b == "position-counter":
             offset = self.state.get("counter", 0)
             self.state["counter"] = offset + int(np.prod(grid))
@@ -250,6 +261,8 @@ class UnlistedEngine(BaseBackend):
             cos = -cos
         if b == "gain-sqrt-s":
             s = math.sqrt(s)
+        if b == "factor-on-cos-only":
+            cos, s = (cos * F(s)).astype(F), 1.0
         gain = np.full(n, s, dtype=np.float64)
         if b == "gain-half-pairs":
             gain[n // 2:] = 1.0
@@ -287,6 +300,10 @@ class UnlistedEngine(BaseBackend):
                 s2 = 2 * cos.astype(np.float64) * sin.astype(np.float64)
                 cos, sin = c2.astype(F), s2.astype(F)
         xw = x.astype(F)
+        if b == "input-bf16":
+            import ml_dtypes  # lazy: only this bug needs it
+
+            xw = xw.astype(ml_dtypes.bfloat16).astype(F)
         if b == "head-stride-half" and x.shape[-2] > 1:
             D = x.shape[-1]
             flat = xw.reshape(*x.shape[:-2], -1)
@@ -314,6 +331,10 @@ class UnlistedEngine(BaseBackend):
             y[..., 1:, :] = x[..., 1:, :]
         if b == "head-copy" and x.shape[-2] > 1:
             y[..., 1:, :] = y[..., :1, :]
+        if b == "output-bf16":
+            import ml_dtypes  # lazy: only this bug needs it
+
+            y = y.astype(ml_dtypes.bfloat16).astype(x.dtype)
         return y
 
     # --- stages

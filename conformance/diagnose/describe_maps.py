@@ -21,7 +21,7 @@ import numpy as np
 from .findings import Finding, ranges
 from .samples import PairSamples, wrap
 
-__all__ = ["ANGLE_MAPS", "angle_map_findings", "gain_findings", "pair_map_findings"]
+__all__ = ["ANGLE_MAPS", "angle_map_findings", "gain_findings", "pair_map_findings", "conformal_formula"]
 
 Arr = np.ndarray
 _P2 = math.pi / 2
@@ -213,3 +213,37 @@ def pair_map_findings(sm: PairSamples, bad_pairs: Arr, slack: float = 6.0) -> li
                     f"(e.g. token {int(t)} pair {int(jj)}: [[{m[0, 0]:.4g}, {m[0, 1]:.4g}], [{m[1, 0]:.4g}, {m[1, 1]:.4g}]] "
                     f"instead of [[{e[0, 0]:.4g}, {e[0, 1]:.4g}], [{e[1, 0]:.4g}, {e[1, 1]:.4g}]])", "mixed", where,
                     {"example": m.tolist()}, {"example": e.tolist()})]
+
+
+def conformal_formula(q: Arr, pooled: Arr, ptol: Arr, valid: Arr, bad_pairs: Arr, slack: float = 6.0) -> list[Finding]:
+    """A rotation-like map ``z_out = (a + i b) z_in`` whose ``a`` and ``b`` are fixed formulas of the spec's angle
+    other than ``s cos`` and ``s sin`` (the attention factor on cos only, sin unscaled, ...).
+
+    ``q``: the spec's ``s e^{i phi}`` [N, n]; ``pooled``: measured ``z_out / (q z_in)`` [N, n]."""
+    g = np.abs(q)
+    with np.errstate(all="ignore"):
+        cu, su = q.real / np.where(g > 0, g, 1.0), q.imag / np.where(g > 0, g, 1.0)
+    A = pooled * q
+    tol = slack * ptol * g + 1e-12
+    sel = valid & bad_pairs[None, :]
+    if sel.sum() < 4:
+        return []
+    basis = {"s cos": q.real, "cos": cu, "-s cos": -q.real, "-cos": -cu, "s sin": q.imag, "sin": su, "-s sin": -q.imag,
+             "-sin": -su, "0": np.zeros_like(cu), "1": np.ones_like(cu), "s": g, "-1": -np.ones_like(cu)}
+    picked = []
+    for part in (A.real, A.imag):
+        best, frac = None, 0.0
+        for name, v in basis.items():
+            f = float((np.abs(part - v) <= tol)[sel].mean())
+            if f > frac + 1e-12:
+                best, frac = name, f
+        if best is None or frac < 0.95:
+            return []
+        picked.append(best)
+    if picked == ["s cos", "s sin"]:
+        return []
+    pairs = np.nonzero(bad_pairs)[0]
+    words = (f"pairs {ranges(pairs)} are multiplied by ({picked[0]}) + i ({picked[1]}) instead of (s cos) + i (s sin): "
+             "a rotation-like map with another formula" + (" (the attention factor on one of cos, sin only)"
+                                                          if sorted(picked) in (["cos", "s sin"], ["s cos", "sin"]) else ""))
+    return [Finding("pair_map", words, "formula", {"pairs": [int(j) for j in pairs]}, {"map": picked}, {"map": ["s cos", "s sin"]})]

@@ -218,12 +218,17 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
         vals = np.unique(dd[ch])
         if vals.size == 1 and np.array_equal(ch, k):
             kk = int(vals[0])
-            return [_finding(units, "position", "shift", f"p{kk:+d} instead of p", ch, k)]
+            also = (f" (a power of two: on these positions also what positions taken modulo {abs(kk)}, or wrapping as a "
+                    f"signed {int(np.log2(abs(kk)))}-bit integer, give)" if abs(kk) >= 128 and abs(kk) & (abs(kk) - 1) == 0 else "")
+            return [_finding(units, "position", "shift", f"p{kk:+d} instead of p{also}", ch, k)]
         diff = pi[ch] - _int(eff[ch])
         M = int(np.gcd.reduce(np.abs(diff))) if diff.size else 0
         if M > 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k], M)):
             return [_finding(units, "position", "wrap", f"p mod {M} (positions wrap at {M}: a table indexed modulo its "
                              "length)", ch, k)]
+        if M > 1 and M % 2 == 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k] + M // 2, M) - M // 2):
+            bits = f" (a signed {int(np.log2(M))}-bit integer overflow)" if M & (M - 1) == 0 else ""
+            return [_finding(units, "position", "wrap", f"p wraps to p - {M} past {M // 2 - 1}{bits}", ch, k)]
         rows = np.unique(units.row[k])
         per_row = {int(r): np.unique(dd[k & (units.row == r)]) for r in rows}
         if all(v.size == 1 for v in per_row.values()) and len({int(v[0]) for v in per_row.values()}) > 1:

@@ -36,9 +36,35 @@ def angle_of(p: Arr, w: Arr) -> Arr:
     return wrap(wrap(hi) + lo)
 
 
-def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, slack: float = 6.0) -> tuple[Arr, Arr]:
+def _unwrap(delta: Arr, w: Arr, cols: Arr, start: Arr) -> Arr:
+    """Greedy unwrap of ``delta [U, n]`` through the pairs ``cols`` (ascending frequency) from ``start [U]``."""
+    d = np.array(start, dtype=np.float64, copy=True)
+    num, den = np.zeros_like(d), 0.0
+    for j in cols:
+        wj = w[j]
+        dj = np.where(np.isfinite(delta[:, j]), delta[:, j], 0.0)
+        u = d * wj + wrap(dj - d * wj)
+        num = num + u * wj
+        den = den + wj * wj
+        d = num / den
+    return d
+
+
+def _consistent(delta: Arr, tol: Arr, w: Arr, cols: Arr, d: Arr, slack: float) -> Arr:
+    resid = np.abs(wrap(delta[:, cols] - d[:, None] * w[None, cols]))
+    t = tol[:, cols]
+    ok = resid <= slack * t + slack * np.median(t, axis=1, keepdims=True) + 1e-9
+    return np.isfinite(delta[:, cols]).all(axis=1) & ok.all(axis=1)
+
+
+def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, slack: float = 6.0,
+                        reach: float = 0.0) -> tuple[Arr, Arr]:
     """``(dp [U, A], consistent [U, A])``: ``p' - p`` per unit and position row, from angle errors
-    ``delta [U, n]`` (allowed ``tol [U, n]``); NaN / False for a row without a rotating pair."""
+    ``delta [U, n]`` (allowed ``tol [U, n]``); NaN / False for a row without a rotating pair.
+
+    ``reach``: how far ``p' - p`` may be (e.g. twice the largest |position|): units the unwrap from the
+    lowest frequency leaves inconsistent are tried on every branch ``(delta_min + 2 pi k) / w_min`` within it
+    (at most 4001 branches)."""
     units = delta.shape[0]
     dp = np.full((units, n_axes), np.nan)
     good = np.zeros((units, n_axes), dtype=bool)
@@ -47,21 +73,26 @@ def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, sl
         if cols.size == 0:
             continue
         cols = cols[np.argsort(w[cols], kind="stable")]
-        d = np.zeros(units)
-        num, den = np.zeros(units), np.zeros(units)
-        finite = np.isfinite(delta[:, cols]).all(axis=1)
-        for j in cols:
-            wj = w[j]
-            dj = np.where(np.isfinite(delta[:, j]), delta[:, j], 0.0)
-            u = d * wj + wrap(dj - d * wj)
-            num += u * wj
-            den += wj * wj
-            d = num / den
-        resid = np.abs(wrap(delta[:, cols] - d[:, None] * w[None, cols]))
-        t = tol[:, cols]
-        ok = resid <= slack * t + slack * np.median(t, axis=1, keepdims=True) + 1e-9
+        d = _unwrap(delta, w, cols, np.zeros(units))
+        ok = _consistent(delta, tol, w, cols, d, slack)
+        w0 = w[cols[0]]
+        kmax = min(2000, int(math.ceil(reach * w0 / TWO_PI)) + 1) if reach > 0 else 0
+        miss = np.nonzero(~ok & np.isfinite(delta[:, cols]).all(axis=1))[0]
+        if kmax > 1 and miss.size:
+            sub = delta[miss]
+            base = np.where(np.isfinite(sub[:, cols[0]]), sub[:, cols[0]], 0.0)
+            for k in sorted(range(-kmax, kmax + 1), key=abs):
+                if k == 0 or miss.size == 0:
+                    continue
+                dk = _unwrap(sub, w, cols, (base + TWO_PI * k) / w0)
+                hit = _consistent(sub, tol[miss], w, cols, dk, slack)
+                if hit.any():
+                    d[miss[hit]] = dk[hit]
+                    ok[miss[hit]] = True
+                    keep = ~hit
+                    miss, sub, base = miss[keep], sub[keep], base[keep]
         dp[:, ax] = d
-        good[:, ax] = finite & ok.all(axis=1)
+        good[:, ax] = ok
     return dp, good
 
 

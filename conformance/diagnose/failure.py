@@ -30,6 +30,8 @@ import numpy as np
 from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 
+from ..bugs.catalogue import BY_ID
+from ..bugs.facts import Precision, case_facts
 from ..bugs.freqs import plain_spec
 from ..cases.case import GoldenCase
 from ..error_model.expected import attention_divisor
@@ -194,6 +196,16 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
     return diag
 
 
+def _exposes(class_id: str, case: GoldenCase, caps: Any) -> bool:
+    """Whether the catalogue's exposure rule says this case shows class ``class_id`` as a bug at the declared
+    precision (a rounding class matching where its rule holds is a bug there, not a precision warning)."""
+    cls = BY_ID.get(class_id)
+    if cls is None or not cls.occurs_in(case):
+        return False
+    prec = Precision.of(str(getattr(caps, "angle_dtype", "float64")), str(getattr(caps, "table_dtype", "float64")), case.dtype)
+    return bool(cls.exposed(case_facts(case, prec)))
+
+
 def precision_note(pv: PrecisionVerdict) -> str:
     """``precision mechanism frequency-drift (passes with --tol c_log=3.2 ...)``: the short form for a message."""
     return f"precision mechanism {pv.mechanism}" + (f" (passes with {' or '.join(pv.passes_with)})" if pv.passes_with else "")
@@ -213,14 +225,18 @@ def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
                            precision=pv, hints=hints)
     if pv is None:
         return "FAIL", diag, ""
-    semantic = [c for c in diag.get("candidates", []) if c["name"] in (diag.get("matches") or []) and c["name"] not in ROUNDING_CLASSES]
-    clearly = [c for c in semantic if c["budget"] <= 0.5 * pv.model_budget]
-    if clearly:
+    matched = [c for c in diag.get("candidates", []) if c["name"] in (diag.get("matches") or [])]
+    shown = [c for c in matched if _exposes(c["name"], case, caps)]
+    clearly = [c for c in matched if c["name"] not in ROUNDING_CLASSES and c["budget"] <= 0.5 * pv.model_budget]
+    if shown or clearly:
+        c = (shown or clearly)[0]
+        why = "the catalogue's rule says this case exposes it as a bug" if shown else "it reproduces the output clearly better"
         diag["precision"] = None
         diag["summary"] += (f" (a precision mechanism, {pv.mechanism}, also reproduces it with budget {pv.model_budget:.3g}, but decoy "
-                            f"{clearly[0]['name']} reproduces it clearly better: a FAIL)")
+                            f"{c['name']} matches and {why}: a FAIL)")
         return "FAIL", diag, ""
     tail = f"; passes with {' or '.join(pv.passes_with)}" if pv.passes_with else ""
+    semantic = [c for c in matched if c["name"] not in ROUNDING_CLASSES]
     if semantic:
         names = ", ".join(f"{c['name']} (budget {c['budget']:.3g})" for c in semantic)
         diag["not_named"] = {"class": semantic[0]["name"], "why": "a precision mechanism reproduces the output as well"}

@@ -10,7 +10,8 @@ Axes (:data:`AXES`)::
     frequency         effective frequency per pair (uniform ratio, geometric, mirrored, band, zero, permuted)
     angle             the map from the spec's angle phi to the applied one (reversed, doubled, pi/2 - phi)
     gain              |output pair| / |input pair| against s (per pair, per token)
-    pair_map          the 2x2 map of a pair is not a rotation (a reflection, a sign error, identity, ...)
+    pair_map          the 2x2 map of a pair is not the spec's (a reflection, a sign error, identity, s on cos only, ...)
+    rounding          the input or the output rounded to a coarser dtype than the case's
     channel           which input channels feed which outputs (pairing, window, output order, pass-through)
     head              heads unrotated, copied, mixed, or rotated with different positions
     token             tokens unrotated (tails), rotated with another token's position (transposed layouts)
@@ -34,13 +35,14 @@ import numpy as np
 
 __all__ = ["AXES", "SPEC_SECTIONS", "Finding", "ranges", "jsonable"]
 
-AXES = ("position", "frequency", "angle", "gain", "pair_map", "channel", "head", "token", "row", "axis_row", "state",
-        "linearity", "dependence", "attention_factor", "nonfinite", "precision")
+AXES = ("position", "frequency", "angle", "gain", "pair_map", "rounding", "channel", "head", "token", "row", "axis_row",
+        "state", "linearity", "dependence", "attention_factor", "nonfinite", "precision")
 
 #: the docs/spec.md section each axis is a contract of
 SPEC_SECTIONS: Mapping[str, str] = {
     "position": "1 (positions) and 6", "frequency": "3 (frequencies)", "angle": "2 (pair rotation) and 5 (backward)",
-    "gain": "1 (attention factor s)", "pair_map": "2 (pair rotation)", "channel": "2 (pairing, rotary window)",
+    "gain": "1 (attention factor s)", "pair_map": "2 (pair rotation)", "rounding": "6 (precision) and 5b",
+    "channel": "2 (pairing, rotary window)",
     "head": "1 (every head rotated alike)", "token": "1 (each token at its own position)",
     "row": "1 (positions per batch row)", "axis_row": "4 (multi-axis positions)", "state": "3 (stateless reference)",
     "linearity": "2 (a linear map of x)", "dependence": "2 (each token and head rotated on its own)",

@@ -38,8 +38,9 @@ from roperef.layout import pair_map
 from ..cases.case import GoldenCase
 from ..error_model.tolerance import Resolved
 from .describe_frequencies import describe_frequencies
-from .describe_maps import angle_map_findings, gain_findings, pair_map_findings
+from .describe_maps import angle_map_findings, conformal_formula, gain_findings, pair_map_findings
 from .describe_positions import Units, describe_positions
+from .describe_rounding import rounding_findings
 from .effective import angle_of, effective_positions, match_positions, pair_frequency
 from .findings import Finding, ranges
 from .samples import PairSamples, case_seq_len, channel_candidates, energy_conserved, pair_samples, wrap
@@ -233,7 +234,8 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
     A = sm.pos.shape[0]
     d = np.where(valid, delta, np.nan)
     t = np.where(valid, tol, np.inf)
-    dp, good = effective_positions(d, t, sm.w, sm.axes, A, SLACK)
+    reach = 2.0 * float(np.max(np.abs(sm.pos))) + 64.0 if sm.pos.size else 0.0
+    dp, good = effective_positions(d, t, sm.w, sm.axes, A, SLACK, reach)
     reps = sm.heads if per_head else 1
     names = _row_names(case)
     out: list[Finding] = []
@@ -329,6 +331,10 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     if not (valid & ~right).any():
         m.notes.append(f"every pair of every token and head is within {SLACK:g}x its bound of the spec's rotation")
         return m
+    rounded = rounding_findings(case, actual, expected, bound, sm, r)
+    if rounded:
+        m.findings += rounded
+        return m
     H = sm.heads
     pooled, ptol, pvalid = _pooled(sm, rel, tol)
     if H > 1:
@@ -350,6 +356,10 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
                 m.findings += rows
                 if moved.any():
                     bad &= ~moved[None, :]
+            formula = conformal_formula(sm.q, pooled, ptol, pvalid, bad.any(axis=0), SLACK) if bad.any() else []
+            if formula:
+                m.findings += formula
+                return m
             if bad.any():
                 pos_f, known = _positions(case, sm, delta, psi, ptol, pvalid, False)
                 freq_f, consistent = _frequencies(case, sm, psi, ptol, pvalid, r)
