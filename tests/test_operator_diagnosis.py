@@ -122,9 +122,10 @@ def test_xfail_turns_imprecise_into_xfail_and_fail_imprecise_fails_the_run():
 
 def _write_engine(tmp_path, bug: str) -> str:
     here = str(Path(__file__).parent)
-    (tmp_path / "eng.py").write_text(f"import sys\nsys.path.insert(0, {here!r})\nfrom unlisted_bug_engines import UnlistedEngine\n\n"
+    name = "eng_" + bug.replace("-", "_")
+    (tmp_path / f"{name}.py").write_text(f"import sys\nsys.path.insert(0, {here!r})\nfrom unlisted_bug_engines import UnlistedEngine\n\n"
                                      f"def make():\n    return UnlistedEngine(bug={bug!r})\n")
-    return f"{tmp_path / 'eng.py'}:make"
+    return f"{tmp_path / name}.py:make"
 
 
 def test_cli_exit_codes_json_findings_and_no_probe(tmp_path, capsys):
