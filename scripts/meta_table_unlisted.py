@@ -28,8 +28,9 @@ BEGIN, END = "<!-- unlisted:begin -->", "<!-- unlisted:end -->"
 
 
 def _described(diag: dict[str, Any] | None, expect: Any) -> bool:
-    return bool(diag) and any(f["axis"] in expect.axes and (not expect.patterns or f["pattern"] in expect.patterns)
-                              for f in diag.get("findings") or [])
+    if not diag:
+        return False
+    return any(f["axis"] in expect.axes and (not expect.patterns or f["pattern"] in expect.patterns) for f in diag.get("findings") or [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -160,13 +160,13 @@ class UnlistedEngine(BaseBackend):
             scale = np.float32(np.power(np.float32(theta), np.float32(-2.0) / np.float32(d)))
             out = np.empty(n, dtype=np.float32)
             t = np.float32(1.0)
-            for i in range(n):
-                out[i] = t
+            for k in range(n):
+                out[k] = t
                 t = np.float32(t * scale)
             return out.astype(F)
-        i = np.arange(n, dtype=F) + (F(1) if b == "freq-index-plus-one" else F(0))
+        idx = np.arange(n, dtype=np.float64).astype(F) + (1 if b == "freq-index-plus-one" else 0)
         two = F(1) if b == "exponent-i-over-d" else F(2)
-        return (F(1) / np.power(F(theta), (two * i / F(d)).astype(F))).astype(F)
+        return (F(1) / np.power(F(theta), (two * idx / F(d)).astype(F))).astype(F)
 
     def freqs(self, spec) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
@@ -215,8 +215,8 @@ class UnlistedEngine(BaseBackend):
     def _rows(self, spec, positions, cu, grid) -> np.ndarray:
         """Position rows [A, *grid] as float."""
         pos = np.asarray(positions, dtype=np.int64)
-        rows = pos[None] if spec.mrope_section is None else pos
-        rows = np.broadcast_to(rows, (rows.shape[0], *grid)).astype(np.float64).copy()
+        raw = pos[None] if spec.mrope_section is None else pos
+        rows = np.broadcast_to(raw, (raw.shape[0], *grid)).astype(np.float64).copy()
         b = self.bug
         if b == "row1-plus-one" and rows.ndim == 3:
             rows[:, 1:] += 1
