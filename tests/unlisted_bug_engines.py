@@ -164,9 +164,10 @@ class UnlistedEngine(BaseBackend):
                 out[k] = t
                 t = np.float32(t * scale)
             return out.astype(F)
-        idx = np.arange(n, dtype=np.float64).astype(F) + (1 if b == "freq-index-plus-one" else 0)
-        two = F(1) if b == "exponent-i-over-d" else F(2)
-        return (F(1) / np.power(F(theta), (two * idx / F(d)).astype(F))).astype(F)
+        idx = (np.arange(n) + (1 if b == "freq-index-plus-one" else 0)).astype(F)
+        two = np.full(n, 1.0 if b == "exponent-i-over-d" else 2.0, dtype=F)
+        expo = (two * idx / np.full(n, d, dtype=F)).astype(F)
+        return (np.ones(n, dtype=F) / np.power(np.full(n, theta, dtype=F), expo)).astype(F)
 
     def freqs(self, spec) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
