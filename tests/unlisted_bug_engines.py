@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,7 @@ class UnlistedEngine(BaseBackend):
             self.capabilities = Capabilities(stages=frozenset(STAGES), pairings=frozenset({"half", "adjacent"}),
                                              dtypes=frozenset(DTYPES), scaling_types=frozenset({"default", "linear", "yarn"}),
                                              features=feats, angle_dtype=self.precision, table_dtype=self.precision)
-        self.F = np.float32 if self.precision == "float32" else np.float64
+        self.F: Any = np.float32 if self.precision == "float32" else np.float64
 
     # --- frequencies (spec section 3)
     def _base(self, theta: float, d: int, n: int) -> np.ndarray:
@@ -164,10 +165,9 @@ class UnlistedEngine(BaseBackend):
                 out[k] = t
                 t = np.float32(t * scale)
             return out.astype(F)
-        idx = (np.arange(n) + (1 if b == "freq-index-plus-one" else 0)).astype(F)
-        two = np.full(n, 1.0 if b == "exponent-i-over-d" else 2.0, dtype=F)
-        expo = (two * idx / np.full(n, d, dtype=F)).astype(F)
-        return (np.ones(n, dtype=F) / np.power(np.full(n, theta, dtype=F), expo)).astype(F)
+        idx = np.arange(n, dtype=F) + (F(1) if b == "freq-index-plus-one" else F(0))
+        two = F(1) if b == "exponent-i-over-d" else F(2)
+        return (F(1) / np.power(F(theta), (two * idx / F(d)).astype(F))).astype(F)
 
     def freqs(self, spec) -> tuple[np.ndarray, float]:
         F, b, sc = self.F, self.bug, spec.scaling
