@@ -68,36 +68,47 @@ def _row_word(units: Units) -> str:
 
 
 def _where(units: Units, sel: Arr, known: Arr) -> tuple[str, dict[str, list[int]]]:
-    """Words and indices for the units ``sel`` among the ``known`` ones."""
+    """Words and indices for the units ``sel``; units whose effective position is not known (not resolved at
+    their positions) are said separately."""
     tokens = sorted(set(units.flat[sel].tolist()))
     where: dict[str, list[int]] = {"tokens": tokens}
     if units.head.max() >= 0:
         where["heads"] = sorted(set(units.head[sel].tolist()))
     where["rows"] = sorted(set(units.row[sel].tolist()))
-    k = known
-    if np.array_equal(sel & k, k):
+    unknown = ~known
+    n_unknown = int(np.unique(units.flat[unknown]).size) if unknown.any() else 0
+    note = (f"; the other {n_unknown} token(s) not resolved at their positions (the declared precision cannot tell a "
+            "position there)") if n_unknown else ""
+    everyone = np.ones_like(sel)
+    # a structure is matched on the known units, and said of the whole case only when every unit is known
+    def same(mask: Arr) -> bool:
+        return bool(np.array_equal(sel & known, mask & known)) and bool((mask & known).any())
+
+    if same(everyone) and not n_unknown:
         return "every token" + (f" of {units.label}" if units.label else ""), where
     if units.head.max() >= 0:
-        for hs in (sorted(set(units.head[sel].tolist())),):
-            if np.array_equal(sel & k, np.isin(units.head, hs) & k):
-                return f"head{'s' if len(hs) > 1 else ''} {ranges(hs)} (every token)", where
+        hs = sorted(set(units.head[sel].tolist()))
+        if same(np.isin(units.head, hs)):
+            return f"head{'s' if len(hs) > 1 else ''} {ranges(hs)} (every token){note}", where
     rows = sorted(set(units.row[sel].tolist()))
-    if np.array_equal(sel & k, np.isin(units.row, rows) & k):
-        return f"{_row_word(units)}{'s' if len(rows) > 1 else ''} {ranges(rows)} (every token)", where
+    if same(np.isin(units.row, rows)):
+        return f"{_row_word(units)}{'s' if len(rows) > 1 else ''} {ranges(rows)} (every token){note}", where
     idx = sorted(set(units.index[sel].tolist()))
-    if np.array_equal(sel & k, np.isin(units.index, idx) & k):
+    if same(np.isin(units.index, idx)):
         lo = min(idx)
-        tail = set(idx) == set(range(lo, int(units.index[k].max()) + 1)) and lo > 0
+        tail = set(idx) == set(range(lo, int(units.index.max()) + 1)) and lo > 0
         if tail:
-            return f"the last tokens of every {_row_word(units)} (index >= {lo})", where
-        return f"token{'s' if len(idx) > 1 else ''} {ranges(idx)} of every {_row_word(units)}", where
+            return f"the last tokens of every {_row_word(units)} (index >= {lo}){note}", where
+        return f"token{'s' if len(idx) > 1 else ''} {ranges(idx)} of every {_row_word(units)}{note}", where
     for r in rows:
         in_r = sel & (units.row == r)
         idx_r = sorted(set(units.index[in_r].tolist()))
-        if idx_r and np.array_equal(sel & k, (units.row == r) & np.isin(units.index, idx_r) & k):
-            return f"tokens {ranges(idx_r)} of {_row_word(units)} {r}", where
+        if idx_r and same((units.row == r) & np.isin(units.index, idx_r)):
+            return f"tokens {ranges(idx_r)} of {_row_word(units)} {r}{note}", where
+    if same(everyone):
+        return "every resolved token" + (f" of {units.label}" if units.label else "") + note, where
     n = int(np.unique(units.flat[sel]).size)
-    return f"{n} of {int(np.unique(units.flat[k]).size)} tokens", where
+    return f"{n} of {int(np.unique(units.flat).size)} tokens{note}", where
 
 
 def _table(units: Units, sel: Arr) -> dict[str, object]:

@@ -57,10 +57,34 @@ def _consistent(delta: Arr, tol: Arr, w: Arr, cols: Arr, d: Arr, slack: float) -
     return np.isfinite(delta[:, cols]).all(axis=1) & ok.all(axis=1)
 
 
+def _branches(delta: Arr, tol: Arr, w: Arr, kmax: int, slack: float) -> tuple[Arr, Arr]:
+    """Every branch ``k`` in ``[-kmax, kmax]`` of the lowest frequency ``w[0]`` at once (columns ascending in
+    frequency): for each unit, the consistent branch of smallest ``|k|`` and whether there is one."""
+    ks = np.array(sorted(range(-kmax, kmax + 1), key=abs), dtype=np.float64)
+    d = (delta[:, :1] + TWO_PI * ks[None, :]) / w[0]  # [M, K]
+    num = np.zeros_like(d)
+    den = 0.0
+    for j in range(w.size):
+        u = d * w[j] + wrap(delta[:, j:j + 1] - d * w[j])
+        num += u * w[j]
+        den += w[j] * w[j]
+        d = num / den
+    med = np.median(tol, axis=1, keepdims=True)
+    ok = np.ones(d.shape, dtype=bool)
+    for j in range(w.size):
+        ok &= np.abs(wrap(delta[:, j:j + 1] - d * w[j])) <= slack * tol[:, j:j + 1] + slack * med + 1e-9
+    hit = np.asarray(ok.any(axis=1), dtype=bool)
+    first = np.argmax(ok, axis=1)
+    rows = np.arange(d.shape[0])
+    return np.where(hit, d[rows, first], np.nan), hit
+
+
 def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, slack: float = 6.0,
-                        reach: float = 0.0) -> tuple[Arr, Arr]:
-    """``(dp [U, A], consistent [U, A])``: ``p' - p`` per unit and position row, from angle errors
-    ``delta [U, n]`` (allowed ``tol [U, n]``); NaN / False for a row without a rotating pair.
+                        reach: float = 0.0) -> tuple[Arr, Arr, Arr]:
+    """``(dp [U, A], consistent [U, A], sigma [U, A])``: ``p' - p`` per unit and position row, from angle errors
+    ``delta [U, n]`` (allowed ``tol [U, n]``), and how precisely it is known (``1 / sqrt(sum (w_j / tol_j)^2)``:
+    at position 2^31 in float32 only the lowest frequencies resolve a position, to a few units); NaN / False
+    for a row without a rotating pair.
 
     ``reach``: how far ``p' - p`` may be (e.g. twice the largest |position|): units the unwrap from the
     lowest frequency leaves inconsistent are tried on every branch ``(delta_min + 2 pi k) / w_min`` within it
@@ -68,32 +92,25 @@ def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, sl
     units = delta.shape[0]
     dp = np.full((units, n_axes), np.nan)
     good = np.zeros((units, n_axes), dtype=bool)
+    sigma = np.full((units, n_axes), np.inf)
     for ax in range(n_axes):
         cols = np.nonzero((axes == ax) & (w > 0))[0]
         if cols.size == 0:
             continue
         cols = cols[np.argsort(w[cols], kind="stable")]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            info = np.sum(np.where(np.isfinite(tol[:, cols]) & (tol[:, cols] > 0), (w[None, cols] / tol[:, cols]) ** 2, 0.0), axis=1)
+            sigma[:, ax] = np.where(info > 0, 1.0 / np.sqrt(info), np.inf)
         d = _unwrap(delta, w, cols, np.zeros(units))
         ok = _consistent(delta, tol, w, cols, d, slack)
         w0 = w[cols[0]]
         kmax = min(2000, int(math.ceil(reach * w0 / TWO_PI)) + 1) if reach > 0 else 0
         miss = np.nonzero(~ok & np.isfinite(delta[:, cols]).all(axis=1))[0]
         if kmax > 1 and miss.size:
-            sub = delta[miss]
-            base = np.where(np.isfinite(sub[:, cols[0]]), sub[:, cols[0]], 0.0)
-            for k in sorted(range(-kmax, kmax + 1), key=abs):
-                if k == 0 or miss.size == 0:
-                    continue
-                dk = _unwrap(sub, w, cols, (base + TWO_PI * k) / w0)
-                hit = _consistent(sub, tol[miss], w, cols, dk, slack)
-                if hit.any():
-                    d[miss[hit]] = dk[hit]
-                    ok[miss[hit]] = True
-                    keep = ~hit
-                    miss, sub, base = miss[keep], sub[keep], base[keep]
+            d[miss], ok[miss] = _branches(delta[miss][:, cols], tol[miss][:, cols], w[cols], kmax, slack)
         dp[:, ax] = d
         good[:, ax] = ok
-    return dp, good
+    return dp, good, sigma
 
 
 def match_positions(psi: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, candidates: Arr, slack: float = 6.0) -> Arr:

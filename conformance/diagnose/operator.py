@@ -235,7 +235,7 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
     d = np.where(valid, delta, np.nan)
     t = np.where(valid, tol, np.inf)
     reach = 2.0 * float(np.max(np.abs(sm.pos))) + 64.0 if sm.pos.size else 0.0
-    dp, good = effective_positions(d, t, sm.w, sm.axes, A, SLACK, reach)
+    dp, good, sig = effective_positions(d, t, sm.w, sm.axes, A, SLACK, reach)
     reps = sm.heads if per_head else 1
     names = _row_names(case)
     out: list[Finding] = []
@@ -245,13 +245,16 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
         if not has:
             continue
         p_unit = np.repeat(sm.pos[ax], reps)
-        eff = np.where(good[:, ax], p_unit + dp[:, ax], np.nan)
+        # a position known only to a few units (large positions at a coarse precision) is not resolved, unless it
+        # is clearly moved
+        resolved = good[:, ax] & ((SLACK * sig[:, ax] <= 0.5) | (np.abs(dp[:, ax]) > 8.0 * SLACK * sig[:, ax]))
+        eff = np.where(resolved, p_unit + dp[:, ax], np.nan)
         cand = np.unique(np.concatenate([[0.0], sm.pos[ax]]))
-        miss = ~good[:, ax]
+        miss = ~good[:, ax] & (SLACK * sig[:, ax] <= 0.5)
         if miss.any():
             idx = match_positions(np.where(valid[miss], psi[miss], np.nan), t[miss], sm.w, sm.axes, A, cand, SLACK)[:, ax]
             eff[np.nonzero(miss)[0][idx >= 0]] = cand[idx[idx >= 0]]
-        known_all &= np.isfinite(eff)
+        known_all &= np.isfinite(eff) | ~(SLACK * sig[:, ax] <= 0.5)
         label = f"row {names[ax]}" if A > 1 else ""
         units = _units(sm, per_head, eff, ax, label)
         out += describe_positions(units, sm.pos[ax])

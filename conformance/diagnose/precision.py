@@ -14,8 +14,8 @@ declared bound (the same test that names a catalogue decoy, :mod:`conformance.bu
 ``angle-growth``
     an angle error proportional to the angle on every pair: ``w'_j = w_j (1 + eps)`` with
     ``|eps| <= 4 c_ang u_ang`` (a sin/cos whose argument reduction loses accuracy with ``|phi|``),
-    said only when the case's positions span at least a factor 2 (a constant position offset
-    would otherwise look the same on a narrow range of positions).
+    said only when the samples whose error is significant span a factor 2 in position (a position
+    offset on some tokens would otherwise look the same on a narrow range of positions).
 ``rounding``
     an error that does not grow with the angle, within 4x the declared rounding terms
     ``c_out u_out + c_tab u_tab`` (tables or outputs rounded more coarsely than declared).
@@ -217,7 +217,10 @@ def _growth(case: GoldenCase, actual: Mapping[str, Arr], exp: Mapping[str, Arr],
     if ae is None:
         return None
     delta, phi, _j, p, wt = ae
-    nz = p[p > 0]
+    # the growth with the angle must be seen: the samples whose error is significant must span a factor 2 in |p|
+    # (a position offset on some tokens looks like a uniform angle error on a narrow range of positions)
+    significant = (np.abs(delta) > 0.5 / np.sqrt(wt)) & (p > 0)
+    nz = p[significant]
     if nz.size < 2 or float(nz.max()) < 2.0 * float(nz.min()):
         return None
     den = float(np.sum(wt * phi * phi))
