@@ -103,6 +103,24 @@ def _passthrough(case: GoldenCase, actual: Mapping[str, Arr]) -> list[int]:
     return [keep[i] for i in np.nonzero(changed)[0]]
 
 
+def _over_where(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> str:
+    """Where the samples over their bound are (batch rows, heads, pairs), in words ("" when everywhere)."""
+    over = valid & (np.abs(rel - 1.0) > tol)
+    if not over.any():
+        return ""
+    parts = []
+    rows = np.unique(sm.row[over.any(axis=(1, 2))])
+    if rows.size < np.unique(sm.row).size:
+        parts.append(f"{'packed sequence' if len(sm.grid) == 1 else 'batch row'}{'s' if rows.size > 1 else ''} {ranges(rows)}")
+    heads = np.nonzero(over.any(axis=(0, 2)))[0]
+    if heads.size < sm.heads:
+        parts.append(f"head{'s' if heads.size > 1 else ''} {ranges(heads)}")
+    pairs = np.nonzero(over.any(axis=(0, 1)))[0]
+    if pairs.size < sm.n_pairs:
+        parts.append(f"pairs {ranges(pairs)}")
+    return f"; the samples over their bound are on {', '.join(parts)} only" if parts else ""
+
+
 def _frac(mask: Arr, valid: Arr) -> float:
     return float(mask[valid].mean()) if valid.any() else 1.0
 
@@ -332,7 +350,8 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     right = valid & (np.abs(rel - 1.0) <= SLACK * tol)
     m.right = _frac(right, valid)
     if not (valid & ~right).any():
-        m.notes.append(f"every pair of every token and head is within {SLACK:g}x its bound of the spec's rotation")
+        m.notes.append(f"every pair of every token and head is within {SLACK:g}x its bound of the spec's rotation"
+                       + _over_where(sm, rel, tol, valid))
         return m
     rounded = rounding_findings(case, actual, expected, bound, sm, r)
     if rounded:
