@@ -51,36 +51,49 @@ def _words(stage: str, cos_sin: str, other: str) -> str:
     return other
 
 
-def angle_map_findings(phi: Arr, delta: Arr, tol: Arr, valid: Arr, stage: str, slack: float = 6.0) -> tuple[list[Finding], Arr]:
+def angle_map_findings(phi: Arr, delta: Arr, tol: Arr, valid: Arr, stage: str, slack: float = 6.0,
+                       resolution: float = 0.0) -> tuple[list[Finding], Arr]:
     """Findings for angle maps (global, else per group of pairs) and the samples ``[U, n]`` they explain.
 
     ``phi``: the spec's angles (forward convention, mod 2 pi), ``delta``: measured errors, ``valid``:
-    samples that say something."""
+    samples that say something. A map is said only where the angles are *informative* (allowed error
+    below 0.5 rad on most samples: at position 2^31 in float32 any angle fits a high-frequency pair),
+    and per group of pairs only when the groups explain every pair that deviates. ``resolution``: the
+    largest position whose angles do not show at the declared precision (said with "no rotation")."""
     psi = phi + delta
     bad = valid & (np.abs(delta) > slack * tol)
     explained = np.zeros_like(bad)
     if not bad.any():
         return [], explained
+    informative = valid & (slack * tol < 0.5)
     n = phi.shape[1]
     fits = []
     for k, c, pattern, w_fwd, w_tab in ANGLE_MAPS:
         res = np.abs(wrap(psi - (k * phi + c)))
         ok = valid & (res <= slack * tol + 1e-9)
-        fits.append((ok, k, c, pattern, _words(stage, w_tab, w_fwd)))
-    for ok, k, c, pattern, words in fits:
-        if np.array_equal(ok | ~valid, np.ones_like(ok)) or (ok[valid].mean() >= 0.97 and not (bad & ~ok).any()):
-            return [Finding("angle", words + " on every pair", pattern, {"pairs": list(range(n))},
-                            {"k": k, "c": c}, {"k": 1, "c": 0})], ok | ~bad
-    out: list[Finding] = []
+        words = _words(stage, w_tab, w_fwd)
+        if k == 0.0 and resolution >= 1.0:
+            words += f" (or positions below ~{resolution:.3g}, whose angles do not show at the declared precision)"
+        fits.append((ok, k, c, pattern, words))
+    if informative[valid].mean() >= 0.5:
+        for ok, k, c, pattern, words in fits:
+            if np.array_equal(ok | ~valid, np.ones_like(ok)) or (ok[valid].mean() >= 0.97 and not (bad & ~ok).any()):
+                return [Finding("angle", words + " on every pair", pattern, {"pairs": list(range(n))},
+                                {"k": k, "c": c}, {"k": 1, "c": 0})], ok | ~bad
     per_pair = bad.any(axis=0)
     groups: dict[int, list[int]] = {}
     for j in np.nonzero(per_pair)[0]:
         v = valid[:, j]
+        if informative[v, j].mean() < 0.5:
+            return [], explained
         for idx, (ok, *_rest) in enumerate(fits):
             if ok[v, j].all():
                 groups.setdefault(idx, []).append(int(j))
                 explained[:, j] = True
                 break
+        else:
+            return [], np.zeros_like(bad)
+    out = []
     for idx, pairs in groups.items():
         _, k, c, pattern, words = fits[idx]
         out.append(Finding("angle", f"{words} on pairs {ranges(pairs)}", pattern, {"pairs": pairs}, {"k": k, "c": c}, {"k": 1, "c": 0}))

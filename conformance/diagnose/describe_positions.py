@@ -118,10 +118,18 @@ def _table(units: Units, sel: Arr) -> dict[str, object]:
     return {"columns": ["row", "token", "head", "position", "effective"], "rows": rows, "count": int(sel.sum())}
 
 
+#: patterns that are a rule over every position (said on the position axis whichever tokens they move)
+_RULES = frozenset({"wrap", "clamp", "restart", "tile", "index", "rounded", "scaled"})
+
+
 def _finding(units: Units, axis: str, pattern: str, words: str, sel: Arr, known: Arr) -> Finding:
     place, where = _where(units, sel, known)
     ax = axis
-    if axis == "position":
+    if pattern in _RULES:
+        n = int(np.unique(units.flat[sel]).size)
+        note = place[place.index("; the other"):] if "; the other" in place else ""
+        place = f"every token ({n} of {int(np.unique(units.flat).size)} moved{note})" if n < np.unique(units.flat).size else place
+    elif axis == "position":
         if units.head.max() >= 0 and "head" in place and "every token" in place:
             ax = "head"
         elif place.startswith(_row_word(units)):
@@ -234,10 +242,13 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
             return [_finding(units, "position", "shift", f"p{kk:+d} instead of p{also}", ch, k)]
         diff = pi[ch] - _int(eff[ch])
         M = int(np.gcd.reduce(np.abs(diff))) if diff.size else 0
-        if M > 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k], M)):
+        # a wrap is said when its length is a power of two or a round number, or the case shows it wrapping twice
+        plausible_m = M > 0 and (M & (M - 1) == 0 or M % 1000 == 0 or M % 1024 == 0
+                                 or np.unique(pi[ch] // M).size >= 2)
+        if plausible_m and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k], M)):
             return [_finding(units, "position", "wrap", f"p mod {M} (positions wrap at {M}: a table indexed modulo its "
                              "length)", ch, k)]
-        if M > 1 and M % 2 == 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k] + M // 2, M) - M // 2):
+        if plausible_m and M % 2 == 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k] + M // 2, M) - M // 2):
             bits = f" (a signed {int(np.log2(M))}-bit integer overflow)" if M & (M - 1) == 0 else ""
             return [_finding(units, "position", "wrap", f"p wraps to p - {M} past {M // 2 - 1}{bits}", ch, k)]
         rows = np.unique(units.row[k])

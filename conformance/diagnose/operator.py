@@ -121,6 +121,18 @@ def _over_where(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> str:
     return f"; the samples over their bound are on {', '.join(parts)} only" if parts else ""
 
 
+def _resolution(sm: PairSamples, ptol: Arr, pvalid: Arr) -> float:
+    """The largest position whose angles stay within the bound on every pair (median over tokens): below it, a
+    position does not show at the declared precision."""
+    if sm.pos is None or not (sm.w > 0).any():
+        return 0.0
+    with np.errstate(all="ignore"):
+        per = np.where(pvalid & (sm.w[None, :] > 0), SLACK * ptol / np.where(sm.w > 0, sm.w, 1.0)[None, :], np.nan)
+    med = np.nanmedian(per, axis=0) if np.isfinite(per).any() else np.array([0.0])
+    med = med[np.isfinite(med)]
+    return float(np.min(med)) if med.size else 0.0
+
+
 def _frac(mask: Arr, valid: Arr) -> float:
     return float(mask[valid].mean()) if valid.any() else 1.0
 
@@ -369,7 +381,7 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         delta = sm.sign * np.angle(pooled)
         gain = np.abs(pooled)
         psi = phi + delta
-        maps, explained = angle_map_findings(phi, delta, ptol, pvalid, case.stage, SLACK)
+        maps, explained = angle_map_findings(phi, delta, ptol, pvalid, case.stage, SLACK, _resolution(sm, ptol, pvalid))
         m.findings += maps
         bad = pvalid & (np.abs(delta) > SLACK * ptol)
         if not maps and bad.any() and sm.pos is not None:
