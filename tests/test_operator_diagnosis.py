@@ -182,3 +182,38 @@ def test_assert_rope_conforms_warns_on_imprecise_and_fails_when_asked():
         assert_rope_conforms(UnlistedEngine(bug="ggml-theta-scale"), cases=[case])
     with pytest.raises(AssertionError, match="frequency-drift"):
         assert_rope_conforms(UnlistedEngine(bug="ggml-theta-scale"), cases=[case], fail_imprecise=True, probe=False)
+
+
+def test_probing_goes_through_the_isolated_worker(tmp_path, capsys):
+    sel = _write_engine(tmp_path, "head0-only")
+    assert main(["check", "--backend", sel, "--isolate", "--goldens-only", "--filter", "forward/default/half/float32/b2-s16-h2-d64/near-2p31",
+                 "-q", "--json", str(tmp_path / "i.json")]) == 1
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "i.json").read_text())
+    res = next(r for r in doc["results"] if r["status"] == "FAIL")
+    probe = res["diagnosis"]["probe"]
+    assert 1 <= probe["calls"] <= MAX_PROBE_CALLS and not probe["errors"] and doc["summary"]["probe"]["calls"] == probe["calls"]
+    assert any(f["axis"] == "head" and f["probe"] for f in probe["findings"])
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_pytest_plugin_warns_on_imprecise_and_fails_with_the_option(pytester):
+    from judge_cases import materialize_subset, write_golden_dir
+
+    golden = str(write_golden_dir(pytester.path / "golden", materialize_subset("forward/default/half/float32/*")))
+    here = str(Path(__file__).parent)
+    pytester.makepyfile(ggmlmod=f"import sys\nsys.path.insert(0, {here!r})\nfrom unlisted_bug_engines import UnlistedEngine\n"
+                                f"def make():\n    return UnlistedEngine(bug='ggml-theta-scale')\n")
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "conformance.pytest_plugin" for ep in entry_points(group="pytest11"))
+    args = [*([] if installed else ["-p", "conformance.pytest_plugin"]), "--rope-backend", "ggmlmod:make", "--rope-golden", golden, "-p", "no:cacheprovider"]
+    res = pytester.runpytest(*args)
+    outcomes = res.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("warnings", 0) >= 1, outcomes
+    res.stdout.fnmatch_lines(["*RopeImpreciseWarning*"])
+    strict = pytester.runpytest(*args, "--rope-fail-imprecise")
+    assert strict.parseoutcomes().get("failed", 0) >= 1
+    strict.stdout.fnmatch_lines(["*frequency-drift*"])
