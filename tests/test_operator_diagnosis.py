@@ -209,7 +209,8 @@ def test_pytest_plugin_warns_on_imprecise_and_fails_with_the_option(pytester):
     from importlib.metadata import entry_points
 
     installed = any(ep.value == "conformance.pytest_plugin" for ep in entry_points(group="pytest11"))
-    args = [*([] if installed else ["-p", "conformance.pytest_plugin"]), "--rope-backend", "ggmlmod:make", "--rope-golden", golden, "-p", "no:cacheprovider"]
+    args = [*([] if installed else ["-p", "conformance.pytest_plugin"]), "--rope-backend", "ggmlmod:make", "--rope-golden", golden,
+            "-p", "no:cacheprovider"]
     res = pytester.runpytest(*args)
     outcomes = res.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("warnings", 0) >= 1, outcomes
