@@ -238,19 +238,16 @@ def conformal_formula(q: Arr, pooled: Arr, ptol: Arr, valid: Arr, bad_pairs: Arr
         cu, su = q.real / np.where(g > 0, g, 1.0), q.imag / np.where(g > 0, g, 1.0)
     A = pooled * q
     tol = slack * ptol * g + 1e-12
-    sel = valid & bad_pairs[None, :]
-    if sel.sum() < 4:
+    sel = valid & bad_pairs[None, :] & (slack * ptol < 0.25)  # informative samples only: the basis values must be told apart
+    if sel.sum() < 4 or sel.sum() < 0.5 * (valid & bad_pairs[None, :]).sum():
         return []
     basis = {"s cos": q.real, "cos": cu, "-s cos": -q.real, "-cos": -cu, "s sin": q.imag, "sin": su, "-s sin": -q.imag,
              "-sin": -su, "0": np.zeros_like(cu), "1": np.ones_like(cu), "s": g, "-1": -np.ones_like(cu)}
     picked = []
     for part in (A.real, A.imag):
-        best, frac = None, 0.0
-        for name, v in basis.items():
-            f = float((np.abs(part - v) <= tol)[sel].mean())
-            if f > frac + 1e-12:
-                best, frac = name, f
-        if best is None or frac < 0.95:
+        fracs = sorted(((float((np.abs(part - v) <= tol)[sel].mean()), name) for name, v in basis.items()), reverse=True)
+        (frac, best), (second, _) = fracs[0], fracs[1]
+        if frac < 0.95 or second >= 0.5:
             return []
         picked.append(best)
     if picked == ["s cos", "s sin"]:

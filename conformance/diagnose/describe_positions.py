@@ -88,10 +88,10 @@ def _where(units: Units, sel: Arr, known: Arr) -> tuple[str, dict[str, list[int]
         return "every token" + (f" of {units.label}" if units.label else ""), where
     if units.head.max() >= 0:
         hs = sorted(set(units.head[sel].tolist()))
-        if same(np.isin(units.head, hs)):
+        if len(hs) < units.heads and same(np.isin(units.head, hs)):
             return f"head{'s' if len(hs) > 1 else ''} {ranges(hs)} (every token){note}", where
     rows = sorted(set(units.row[sel].tolist()))
-    if same(np.isin(units.row, rows)):
+    if len(rows) < np.unique(units.row).size and same(np.isin(units.row, rows)):
         return f"{_row_word(units)}{'s' if len(rows) > 1 else ''} {ranges(rows)} (every token){note}", where
     idx = sorted(set(units.index[sel].tolist()))
     if same(np.isin(units.index, idx)):
@@ -113,13 +113,17 @@ def _where(units: Units, sel: Arr, known: Arr) -> tuple[str, dict[str, list[int]
 
 def _table(units: Units, sel: Arr) -> dict[str, object]:
     idx = np.nonzero(sel)[0][:_TABLE_ROWS]
-    rows = [[int(units.row[i]), int(units.index[i]), int(units.head[i]), float(units.p[i]),
-             float(round(units.eff[i], 3))] for i in idx]
+    rows = [[int(units.row[i]), int(units.index[i]), int(units.head[i]), float(units.p[i]), _num(float(units.eff[i]))] for i in idx]
     return {"columns": ["row", "token", "head", "position", "effective"], "rows": rows, "count": int(sel.sum())}
 
 
 #: patterns that are a rule over every position (said on the position axis whichever tokens they move)
 _RULES = frozenset({"wrap", "clamp", "restart", "tile", "index", "rounded", "scaled"})
+
+
+def _num(v: float) -> float:
+    """An effective position as it reads best: the integer it is within 1e-3 of, else 3 decimals."""
+    return float(round(v)) if abs(v - round(v)) < 1e-3 else round(v, 3)
 
 
 def _finding(units: Units, axis: str, pattern: str, words: str, sel: Arr, known: Arr) -> Finding:
@@ -240,6 +244,9 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
             also = (f" (a power of two: on these positions also what positions taken modulo {abs(kk)}, or wrapping as a "
                     f"signed {int(np.log2(abs(kk)))}-bit integer, give)" if abs(kk) >= 128 and abs(kk) & (abs(kk) - 1) == 0 else "")
             return [_finding(units, "position", "shift", f"p{kk:+d} instead of p{also}", ch, k)]
+        tiles = _tiles(units, positions.astype(np.int64), k)
+        if tiles:
+            return [_finding(units, "position", tiles[0], tiles[1], ch, k)]
         diff = pi[ch] - _int(eff[ch])
         M = int(np.gcd.reduce(np.abs(diff))) if diff.size else 0
         # a wrap is said when its length is a power of two or a round number, or the case shows it wrapping twice
@@ -253,21 +260,19 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
             return [_finding(units, "position", "wrap", f"p wraps to p - {M} past {M // 2 - 1}{bits}", ch, k)]
         rows = np.unique(units.row[k])
         per_row = {int(r): np.unique(dd[k & (units.row == r)]) for r in rows}
-        if all(v.size == 1 for v in per_row.values()) and len({int(v[0]) for v in per_row.values()}) > 1:
+        if units.row_len >= 2 and all(v.size == 1 for v in per_row.values()) and len({int(v[0]) for v in per_row.values()}) > 1:
             text = "; ".join(f"{_row_word(units)} {r}: p{int(v[0]):+d}" for r, v in per_row.items())
             return [_finding(units, "position", "per-row", f"a different shift per {_row_word(units)} ({text})", k, k)]
         if np.array_equal(_int(eff[k]), units.index[k]):
             return [_finding(units, "position", "index", "the token's index in its row (the given positions and offsets "
                              "ignored)", ch, k)]
-        tiles = _tiles(units, positions.astype(np.int64), k)
-        if tiles:
-            return [_finding(units, "position", tiles[0], tiles[1], ch, k)]
+        ce = np.unique(_int(eff[ch]))
+        if ce.size == 1 and np.all(pi[ch] > ce[0]) and np.all(pi[same] <= ce[0]) and (ch.sum() >= 2 or int(ce[0]) & (int(ce[0]) - 1) == 0
+                                                                                     or int(ce[0]) % 1000 == 0):
+            return [_finding(units, "position", "clamp", f"min(p, {int(ce[0])}) (positions clamped at {int(ce[0])})", ch, k)]
         if vals.size == 1:
             kk = int(vals[0])
             return [_finding(units, "position", "shift", f"p{kk:+d} instead of p", ch, k)]
-        ce = np.unique(_int(eff[ch]))
-        if ce.size == 1 and np.all(pi[ch] > ce[0]) and np.all(pi[same] <= ce[0]):
-            return [_finding(units, "position", "clamp", f"min(p, {int(ce[0])}) (positions clamped at {int(ce[0])})", ch, k)]
         tm = _token_map(units, positions.astype(np.int64), k, ch)
         if tm:
             axis = "token" if tm[0] != "row0" else "row"
@@ -284,7 +289,7 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
             return [_finding(units, "position", "scaled", f"{rr:.6g} x p (every angle scaled by {rr:.6g}: the same as "
                              f"frequencies {rr:.6g}x the spec's)", ch, k)]
     u = np.nonzero(ch)[0][0]
-    out.append(_finding(units, "position", "table", f"differ from p (e.g. p={p[u]:.0f} acts as {eff[u]:.6g}; "
+    out.append(_finding(units, "position", "table", f"differ from p (e.g. p={p[u]:.0f} acts as {_num(float(eff[u])):.10g}; "
                         f"{int(ch.sum())} of {int(k.sum())} known)", ch, k))
     if not math.isfinite(float(eff[u])):
         return []

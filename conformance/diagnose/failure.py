@@ -138,6 +138,17 @@ def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding]) -> st
     return None
 
 
+def _one_token_rows(case: GoldenCase) -> bool:
+    """Every batch row (or packed sequence) of a tensor or table case holds one token (decode steps)."""
+    a = case.arrays
+    if "cu_seqlens" in a:
+        return bool(np.all(np.diff(np.asarray(a["cu_seqlens"])) == 1))
+    pos = a.get("positions")
+    if pos is None or case.spec.n_axes != 1:
+        return False
+    return np.ndim(pos) == 2 and np.shape(pos)[-1] == 1
+
+
 def _measured_words(findings: list[Finding], limit: int = 3) -> list[str]:
     ranked = sorted(findings, key=lambda f: (f.probe, f.axis in ("gain",)))
     out = []
@@ -183,6 +194,15 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["ambiguous"] = {"class": "positions:shifted", "measured": local[0].words}
         diag["summary"] = (f"likely cause, one of: {cand['words']} on every token (positions:shifted, budget {cand['budget']:.3g}); "
                            f"or a shift only where it is measured: {local[0].words} [docs/spec.md section {local[0].section}]")
+    if diag.get("match") == "positions:zero" and len(diag.get("matches") or []) == 1 and _one_token_rows(case):
+        # one token per row: position 0 on every token is also what positions relative to each row's (or tile's) first
+        # token, or a tail of every row left unrotated, give
+        cand = next(c for c in diag["candidates"] if c["name"] == "positions:zero")
+        diag["match"] = None
+        diag["ambiguous"] = {"class": "positions:zero", "measured": "one token per row"}
+        diag["summary"] = (f"likely cause, one of: {cand['words']} (positions:zero, budget {cand['budget']:.3g}); or positions "
+                           "taken relative to each row's (or tile's) first token, or the rows' last tokens left unrotated: with "
+                           "one token per row these are the same; a case with several tokens per row tells them apart")
     why_not = _gate(case, diag, findings)
     if why_not:
         named = diag["match"]

@@ -133,6 +133,25 @@ def _resolution(sm: PairSamples, ptol: Arr, pvalid: Arr) -> float:
     return float(np.min(med)) if med.size else 0.0
 
 
+def _local_deviation(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> Finding | None:
+    """A small deviation (within a few bounds) confined to some batch rows or heads: where it is."""
+    over = valid & (np.abs(rel - 1.0) > tol)
+    if not over.any():
+        return None
+    rows = np.unique(sm.row[over.any(axis=(1, 2))])
+    heads = np.nonzero(over.any(axis=(0, 2)))[0]
+    word = "packed sequence" if len(sm.grid) == 1 else "batch row"
+    if rows.size < np.unique(sm.row).size:
+        return Finding("row", f"a small deviation (within {SLACK:g}x the bound) on {word}{'s' if rows.size > 1 else ''} "
+                       f"{ranges(rows)} only; the other {word}s are right", "small-deviation", {"rows": [int(r) for r in rows]},
+                       {"rows_over_bound": [int(r) for r in rows]}, {"rows_over_bound": []})
+    if heads.size < sm.heads:
+        return Finding("head", f"a small deviation (within {SLACK:g}x the bound) on head{'s' if heads.size > 1 else ''} "
+                       f"{ranges(heads)} only; the other heads are right", "small-deviation", {"heads": [int(h) for h in heads]},
+                       {"heads_over_bound": [int(h) for h in heads]}, {"heads_over_bound": []})
+    return None
+
+
 def _frac(mask: Arr, valid: Arr) -> float:
     return float(mask[valid].mean()) if valid.any() else 1.0
 
@@ -362,8 +381,11 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     right = valid & (np.abs(rel - 1.0) <= SLACK * tol)
     m.right = _frac(right, valid)
     if not (valid & ~right).any():
-        m.notes.append(f"every pair of every token and head is within {SLACK:g}x its bound of the spec's rotation"
-                       + _over_where(sm, rel, tol, valid))
+        where = _over_where(sm, rel, tol, valid)
+        m.notes.append(f"every pair of every token and head is within {SLACK:g}x its bound of the spec's rotation{where}")
+        local = _local_deviation(sm, rel, tol, valid)
+        if local is not None:
+            m.findings.append(local)
         return m
     rounded = rounding_findings(case, actual, expected, bound, sm, r)
     if rounded:
