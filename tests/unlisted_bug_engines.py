@@ -108,6 +108,7 @@ UNLISTED: dict[str, Expect] = {
     # heads
     "head0-only": Expect(("head",), ("zero",), (_FWD, _ROWS), "only head 0 rotated"),
     "head-copy": Expect(("head",), ("copied",), (_FWD, _ROWS), "head 1's output is head 0's"),
+    "head1-theta-x2": Expect(("head", "frequency"), ("geometric",), (_FWD, _ROWS), "heads after the first use twice the theta (a per-head table)"),
     "head-stride-half": Expect(("head", "dependence", "pair_map", "channel"), (), (_FWD,), "head h read at offset h*D/2 (wrong head stride)"),
     # mRoPE rows
     "mrope-section-off-by-one": Expect(("axis_row",), ("row",), (_MROPE,), "the t section one pair too long"),
@@ -351,7 +352,12 @@ class UnlistedEngine(BaseBackend):
     def forward(self, x, positions, spec, cu_seqlens=None):
         x = np.asarray(x)
         cos, sin = self._tables(spec, positions, cu_seqlens, x.shape[:-2])
-        return self._rotate(x, cos, sin, spec, False)
+        y = self._rotate(x, cos, sin, spec, False)
+        if self.bug == "head1-theta-x2" and x.shape[-2] > 1:
+            other = spec.replace(theta=2.0 * spec.theta)
+            c2, s2 = self._tables(other, positions, cu_seqlens, x.shape[:-2])
+            y[..., 1:, :] = self._rotate(x[..., 1:, :], c2, s2, spec, False)
+        return y
 
     def backward(self, grad, positions, spec, cu_seqlens=None):
         grad = np.asarray(grad)

@@ -358,6 +358,77 @@ def _model_tol(r: Resolved | None, phi_model: Arr, w_model: Arr) -> Arr:
     return SLACK * r.u_ang * np.abs(phi_model) * (r.c_ang + r.c_log * logw)
 
 
+def _describe_rotation(case: GoldenCase, sm: PairSamples, pooled: Arr, ptol: Arr, pvalid: Arr,
+                       r: Resolved | None) -> tuple[list[Finding], list[str]]:
+    """Describe a rotation with a gain per (token, pair) (``pooled`` = z_out / (q z_in)): angle maps, formulas,
+    position rows, effective positions or frequencies, gains."""
+    out: list[Finding] = []
+    notes: list[str] = []
+    phi = sm.phi()
+    delta = sm.sign * np.angle(pooled)
+    gain = np.abs(pooled)
+    psi = phi + delta
+    maps, _explained = angle_map_findings(phi, delta, ptol, pvalid, case.stage, SLACK, _resolution(sm, ptol, pvalid))
+    out += maps
+    bad = pvalid & (np.abs(delta) > SLACK * ptol)
+    if not maps and bad.any() and sm.pos is not None:
+        if sm.pos.shape[0] > 1:
+            rows, moved = _axis_rows(case, sm, psi, ptol, pvalid, bad.any(axis=0), r)
+            out += rows
+            if moved.any():
+                bad &= ~moved[None, :]
+        formula = conformal_formula(sm.q, pooled, ptol, pvalid, bad.any(axis=0), SLACK) if bad.any() else []
+        if formula:
+            return out + formula, notes
+        if bad.any():
+            pos_f, known = _positions(case, sm, delta, psi, ptol, pvalid, False)
+            freq_f, consistent = _frequencies(case, sm, psi, ptol, pvalid, r)
+            if pos_f and known >= 0.9 and not any(f.pattern == "scaled" for f in pos_f):
+                out += pos_f
+            elif freq_f and consistent >= 0.75:
+                out += freq_f
+            elif pos_f and known >= 0.5:
+                out += pos_f
+                notes.append(f"effective positions known on {100 * known:.0f}% of the tokens only")
+            elif freq_f:
+                out += freq_f
+                notes.append(f"a consistent effective frequency on {100 * consistent:.0f}% of the pairs only")
+            else:
+                tk = np.nonzero(bad.any(axis=1))[0]
+                pj = np.nonzero(bad.any(axis=0))[0]
+                out.append(Finding("angle", f"the angles differ from the spec's on pairs {ranges(pj)} of {tk.size} token(s), "
+                                   "neither as one position per token nor as one frequency per pair", "unexplained",
+                                   {"pairs": [int(j) for j in pj], "tokens": [int(t) for t in tk]},
+                                   {"delta": [float(x) for x in delta[bad][:32]]}, {"delta": 0.0}))
+    elif not maps and bad.any():
+        pj = np.nonzero(bad.any(axis=0))[0]
+        out.append(Finding("angle", f"the angles differ from the given tables' on pairs {ranges(pj)}", "unexplained",
+                           {"pairs": [int(j) for j in pj]}, None, None))
+    if not any(f.pattern in ("identity", "zero") for f in out):
+        s_abs = float(np.median(np.abs(sm.q[np.abs(sm.q) > 0]))) if (np.abs(sm.q) > 0).any() else 1.0
+        out += gain_findings(gain, ptol, pvalid, s_abs, sm.row, sm.index, SLACK)
+    return out, notes
+
+
+def _per_head(case: GoldenCase, sm: PairSamples, rel: Arr, tol: Arr, valid: Arr, r: Resolved | None) -> list[Finding]:
+    """Each head described on its own (heads rotated differently: another theta, another position per head);
+    empty unless every deviating head is described without an unexplained part."""
+    out: list[Finding] = []
+    for h in range(sm.heads):
+        v = valid[:, h]
+        if not (v & (np.abs(rel[:, h] - 1.0) > SLACK * tol[:, h])).any():
+            continue
+        found, _notes = _describe_rotation(case, sm, rel[:, h], tol[:, h], v, r)
+        if not found or any(f.pattern == "unexplained" for f in found):
+            return []
+        for f in found:
+            where = dict(f.where)
+            where["heads"] = [h]
+            out.append(Finding("head" if f.axis in ("gain", "position", "token", "row") else f.axis, f"head {h}: {f.words}",
+                               f.pattern, where, f.measured, f.expected))
+    return out
+
+
 def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr], bound: Mapping[str, Arr],
                      r: Resolved | None = None) -> Measurement:
     """The findings of a failing case from its own data (see the module docstring); ``r``: the precision the case
@@ -400,50 +471,9 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         m.rotation = 1.0
     phi = sm.phi()
     if m.rotation >= 0.9:
-        delta = sm.sign * np.angle(pooled)
-        gain = np.abs(pooled)
-        psi = phi + delta
-        maps, explained = angle_map_findings(phi, delta, ptol, pvalid, case.stage, SLACK, _resolution(sm, ptol, pvalid))
-        m.findings += maps
-        bad = pvalid & (np.abs(delta) > SLACK * ptol)
-        if not maps and bad.any() and sm.pos is not None:
-            if sm.pos.shape[0] > 1:
-                rows, moved = _axis_rows(case, sm, psi, ptol, pvalid, bad.any(axis=0), r)
-                m.findings += rows
-                if moved.any():
-                    bad &= ~moved[None, :]
-            formula = conformal_formula(sm.q, pooled, ptol, pvalid, bad.any(axis=0), SLACK) if bad.any() else []
-            if formula:
-                m.findings += formula
-                return m
-            if bad.any():
-                pos_f, known = _positions(case, sm, delta, psi, ptol, pvalid, False)
-                freq_f, consistent = _frequencies(case, sm, psi, ptol, pvalid, r)
-                if pos_f and known >= 0.9 and not any(f.pattern == "scaled" for f in pos_f):
-                    m.findings += pos_f
-                elif freq_f and consistent >= 0.75:
-                    m.findings += freq_f
-                elif pos_f and known >= 0.5:
-                    m.findings += pos_f
-                    m.notes.append(f"effective positions known on {100 * known:.0f}% of the tokens only")
-                elif freq_f:
-                    m.findings += freq_f
-                    m.notes.append(f"a consistent effective frequency on {100 * consistent:.0f}% of the pairs only")
-                else:
-                    tk = np.nonzero(bad.any(axis=1))[0]
-                    pj = np.nonzero(bad.any(axis=0))[0]
-                    m.findings.append(Finding("angle", f"the angles differ from the spec's on pairs {ranges(pj)} of {tk.size} token(s), "
-                                              "neither as one position per token nor as one frequency per pair", "unexplained",
-                                              {"pairs": [int(j) for j in pj], "tokens": [int(t) for t in tk]},
-                                              {"delta": [float(x) for x in delta[bad][:32]]}, {"delta": 0.0}))
-        elif not maps and bad.any():
-            pj = np.nonzero(bad.any(axis=0))[0]
-            m.findings.append(Finding("angle", f"the angles differ from the given tables' on pairs {ranges(pj)}", "unexplained",
-                                      {"pairs": [int(j) for j in pj]}, None, None))
-        identity = any(f.pattern in ("identity", "zero") for f in m.findings)
-        if not identity:
-            s_abs = float(np.median(np.abs(sm.q[np.abs(sm.q) > 0]))) if (np.abs(sm.q) > 0).any() else 1.0
-            m.findings += gain_findings(gain, ptol, pvalid, s_abs, sm.row, sm.index, SLACK)
+        found, notes = _describe_rotation(case, sm, pooled, ptol, pvalid, r)
+        m.findings += found
+        m.notes += notes
         return m
     # the heads disagree: copies, per-head positions, else the 2x2 map itself
     copies = _copies(sm)
@@ -465,6 +495,13 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     if not copies:
         bad_pairs = (valid & ~right).any(axis=(0, 1))
         pm = pair_map_findings(sm, bad_pairs, SLACK)
+        if pm and pm[0].pattern != "mixed":
+            m.findings += pm
+            return m
+        heads_f = _per_head(case, sm, rel, tol, valid, r)
+        if heads_f:
+            m.findings += heads_f
+            return m
         if pm:
             m.findings += pm
             return m
