@@ -54,9 +54,16 @@ class Units:
     row_len: int  # tokens per row (bshd T; packed: the longest sequence)
     packed: bool
     label: str = ""  # "" for plain positions, "row t" / "row h" ... for multi-axis
+    sigma: Arr | None = None  # [U] how precisely each effective position is known (None: exactly)
 
     def known(self) -> Arr:
         return np.isfinite(self.eff)
+
+    def close(self, values: Arr, sel: Arr) -> bool:
+        """Whether the effective positions of the units ``sel`` equal ``values`` (one per selected unit) within how
+        precisely they are known (half a position at least)."""
+        slack = 0.5 + (4.0 * self.sigma[sel] if self.sigma is not None else 0.0)
+        return bool(np.all(np.abs(self.eff[sel] - values) <= slack))
 
 
 def _int(a: Arr) -> Arr:
@@ -129,7 +136,9 @@ def _num(v: float) -> float:
 def _finding(units: Units, axis: str, pattern: str, words: str, sel: Arr, known: Arr) -> Finding:
     place, where = _where(units, sel, known)
     ax = axis
-    if pattern in _RULES:
+    if pattern == "per-row":
+        ax = "row"
+    elif pattern in _RULES:
         n = int(np.unique(units.flat[sel]).size)
         note = place[place.index("; the other"):] if "; the other" in place else ""
         place = f"every token ({n} of {int(np.unique(units.flat).size)} moved{note})" if n < np.unique(units.flat).size else place
@@ -158,36 +167,38 @@ def _rounded(p: Arr, eff: Arr) -> str | None:
 
 
 def _token_map(units: Units, positions: Arr, k: Arr, ch: Arr) -> tuple[str, str] | None:
-    """Another token's position: the source token of every changed unit, and a pattern it follows."""
-    n_tok = positions.size
+    """Another token's position: named maps (transposed layouts, tokens reversed or shifted, the first token's, row
+    0's) checked by value on every known unit, else the source token of every changed unit."""
     eff = _int(units.eff)
+    flat, head, row_len = units.flat, units.head, units.row_len
+    start = flat - units.index
+    n_tok = positions.size
+    named: list[tuple[str, str, Arr]] = []
+    if head.max() >= 0 and units.heads > 1 and not units.packed:
+        named.append(("transposed", "each head reads the position of token (t*H + h) mod T of its row: the tensor read as "
+                      "[B, H, T, D] instead of [B, T, H, D] (or the reverse)", start + (units.index * units.heads + head) % row_len))
+    if not units.packed:
+        named.append(("tokens-reversed", "token order reversed within the row (token i uses the position of token T-1-i)",
+                      start + (row_len - 1 - units.index)))
+        named.append(("row0", "every row rotated with batch row 0's positions", units.index))
+    named.append(("first-token", "every token rotated with the position of its row's first token", start))
+    for kk in (1, -1, 2, -2, 3, -3):
+        named.append(("tokens-shifted", f"each token rotated with the position of the token {abs(kk)} {'after' if kk > 0 else 'before'} it",
+                      np.clip(flat + kk, start, start + row_len - 1)))
+    for pattern, words, src in named:
+        ok = (src >= 0) & (src < n_tok)
+        if ok[k].all() and units.close(positions[src[k]].astype(np.float64), k) and ch.any():
+            return pattern, words
     src = np.full(units.p.size, -1)
-    for u in np.nonzero(k)[0]:
+    for u in np.nonzero(ch)[0]:
         same_row = np.nonzero(_row_of(units, n_tok) == units.row[u])[0]
         hits = same_row[positions[same_row] == eff[u]]
         if hits.size == 0:
             hits = np.nonzero(positions == eff[u])[0]
         if hits.size:
-            src[u] = hits[np.argmin(np.abs(hits - units.flat[u]))] if hits.size > 1 else hits[0]
+            src[u] = hits[np.argmin(np.abs(hits - units.flat[u]))]
     if np.any(src[ch] < 0):
         return None
-    flat, head, row_len = units.flat, units.head, units.row_len
-    start = flat - units.index
-    if head.max() >= 0 and units.heads > 1 and not units.packed:
-        t = (units.index * units.heads + head) % row_len
-        if np.all(positions[start[k] + t[k]] == eff[k]):
-            return ("transposed", "each head reads the position of token (t*H + h) mod T of its row: the tensor read as "
-                    "[B, H, T, D] instead of [B, T, H, D] (or the reverse)")
-    offs = src[ch] - flat[ch]
-    if np.all(offs == offs[0]):
-        kk = int(offs[0])
-        return ("tokens-shifted", f"each token rotated with the position of the token {abs(kk)} {'after' if kk > 0 else 'before'} it")
-    if np.all(src[ch] == start[ch] + (units.row_len - 1 - units.index[ch])):
-        return ("tokens-reversed", "token order reversed within the row (token i uses the position of token T-1-i)")
-    if np.all(src[ch] == start[ch]):
-        return ("first-token", "every token rotated with the position of its row's first token")
-    if not units.packed and np.all(src[ch] == units.index[ch]):
-        return ("row0", "every row rotated with batch row 0's positions")
     pairs = ", ".join(f"token {int(flat[u])} -> position of token {int(src[u])}" for u in np.nonzero(ch)[0][:4])
     return ("token-map", f"rotated with other tokens' positions ({pairs})")
 
@@ -235,11 +246,12 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
     zero = ch & (np.abs(eff) < 0.5)
     if np.array_equal(zero, ch):
         return [_finding(units, "position", "zero", "0 (not rotated: the positions are ignored there)", ch, k)]
-    ints = np.all(np.abs(d[k] - np.round(d[k])) < 0.05)
+    sig = units.sigma if units.sigma is not None else np.zeros_like(p)
+    ints = np.all(np.abs(d[k] - np.round(d[k])) < 0.05 + 4.0 * sig[k])
     if ints:
         dd = _int(d)
         vals = np.unique(dd[ch])
-        if vals.size == 1 and np.array_equal(ch, k):
+        if vals.size == 1 and np.array_equal(ch, k) and k.all():
             kk = int(vals[0])
             also = (f" (a power of two: on these positions also what positions taken modulo {abs(kk)}, or wrapping as a "
                     f"signed {int(np.log2(abs(kk)))}-bit integer, give)" if abs(kk) >= 128 and abs(kk) & (abs(kk) - 1) == 0 else "")

@@ -115,7 +115,8 @@ def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, sl
 
 def match_positions(psi: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, candidates: Arr, slack: float = 6.0) -> Arr:
     """``[U, A]``: the index into ``candidates`` of a position whose angles ``w_j c`` equal the unit's
-    ``psi [U, n]`` on every pair of the row (the first such candidate), or -1."""
+    ``psi [U, n]`` on every pair of the row (of those, the one with the smallest worst residual in units of the
+    tolerance, when it is at most half the next one's), or -1."""
     units = psi.shape[0]
     out = np.full((units, n_axes), -1, dtype=np.int64)
     cand = np.asarray(candidates, dtype=np.float64)
@@ -129,8 +130,12 @@ def match_positions(psi: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, candidat
         res = np.abs(wrap(psi[:, None, cols] - pred[None]))  # [U, C, k]
         t = tol[:, None, cols]
         ok = (res <= slack * t + 1e-9).all(axis=2) & np.isfinite(psi[:, cols]).all(axis=1)[:, None]
-        hit = ok.any(axis=1)
-        out[hit, ax] = np.argmax(ok[hit], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            worst = np.where(ok, np.max(res / np.maximum(t, 1e-300), axis=2), np.inf)
+        order = np.sort(worst, axis=1)
+        second = order[:, 1] if order.shape[1] > 1 else np.full(units, np.inf)
+        hit = ok.any(axis=1) & (order[:, 0] <= 0.5 * second)  # one candidate clearly best
+        out[hit, ax] = np.argmin(worst[hit], axis=1)
     return out
 
 

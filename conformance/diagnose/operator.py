@@ -220,7 +220,7 @@ def _pair_permutation(sm: PairSamples) -> tuple[Arr, str, str] | None:
     return src, "the output pairs are permuted (" + ", ".join(f"{k} <- {int(src[k])}" for k in np.nonzero(src != j)[0][:6]) + ")", "permuted"
 
 
-def _units(sm: PairSamples, per_head: bool, eff: Arr, ax: int, label: str) -> Units:
+def _units(sm: PairSamples, per_head: bool, eff: Arr, ax: int, label: str, sigma: Arr | None = None) -> Units:
     n_tok, H = sm.n_tokens, sm.heads
     assert sm.pos is not None
     if per_head:
@@ -231,7 +231,7 @@ def _units(sm: PairSamples, per_head: bool, eff: Arr, ax: int, label: str) -> Un
         head = np.full(n_tok, -1)
     row_len = int(np.bincount(sm.row).max()) if sm.row.size else 1
     packed = len(sm.grid) == 1
-    return Units(sm.pos[ax][tok], eff, sm.row[tok], sm.index[tok], tok, head, H, row_len, packed, label)
+    return Units(sm.pos[ax][tok], eff, sm.row[tok], sm.index[tok], tok, head, H, row_len, packed, label, sigma)
 
 
 def _row_names(case: GoldenCase) -> tuple[str, ...]:
@@ -294,18 +294,21 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
         if not has:
             continue
         p_unit = np.repeat(sm.pos[ax], reps)
-        # a position known only to a few units (large positions at a coarse precision) is not resolved, unless it
-        # is clearly moved
-        resolved = good[:, ax] & ((SLACK * sig[:, ax] <= 0.5) | (np.abs(dp[:, ax]) > 8.0 * SLACK * sig[:, ax]))
-        eff = np.where(resolved, p_unit + dp[:, ax], np.nan)
+        # a position known to a fraction of a unit is taken as measured; elsewhere (large positions at a coarse
+        # precision) the case's own positions and 0 are tried, then a clearly moved estimate is kept
+        exact = good[:, ax] & (SLACK * sig[:, ax] <= 0.5)
+        eff = np.where(exact, p_unit + dp[:, ax], np.nan)
         cand = np.unique(np.concatenate([[0.0], sm.pos[ax]]))
-        miss = ~good[:, ax] & (SLACK * sig[:, ax] <= 0.5)
+        miss = ~np.isfinite(eff)
         if miss.any():
             idx = match_positions(np.where(valid[miss], psi[miss], np.nan), t[miss], sm.w, sm.axes, A, cand, SLACK)[:, ax]
             eff[np.nonzero(miss)[0][idx >= 0]] = cand[idx[idx >= 0]]
+        clear = ~np.isfinite(eff) & good[:, ax] & (np.abs(dp[:, ax]) > 8.0 * SLACK * sig[:, ax])
+        eff[clear] = p_unit[clear] + dp[clear, ax]
         known_all &= np.isfinite(eff) | ~(SLACK * sig[:, ax] <= 0.5)
         label = f"row {names[ax]}" if A > 1 else ""
-        units = _units(sm, per_head, eff, ax, label)
+        precision = np.where(clear & np.isfinite(sig[:, ax]), sig[:, ax], 0.0)
+        units = _units(sm, per_head, eff, ax, label, precision)
         out += describe_positions(units, sm.pos[ax])
     return out, float(known_all.mean()) if known_all.size else 0.0
 
@@ -410,6 +413,42 @@ def _describe_rotation(case: GoldenCase, sm: PairSamples, pooled: Arr, ptol: Arr
     return out, notes
 
 
+def _table_rows(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> list[Finding]:
+    """apply: the (token, head) units rotated with another token's row of the given tables (a transposed layout)."""
+    N, H = sm.n_tokens, sm.heads
+    theta = np.angle(sm.q)  # [N, n]: each token's table angle
+    psi = np.angle(rel * sm.q[:, None, :]).reshape(N * H, -1)
+    t = tol.reshape(N * H, -1)
+    v = valid.reshape(N * H, -1)
+    res = np.abs(wrap(psi[:, None, :] - theta[None, :, :]))  # [U, N, n]
+    ok = np.all(~v[:, None, :] | (res <= SLACK * t[:, None, :] + 1e-9), axis=2)
+    if not ok.any(axis=1).all():
+        return []
+    tok = np.repeat(np.arange(N), H)
+    units = np.arange(N * H)
+    if ok[units, tok].all():
+        return []
+    head = np.tile(np.arange(H), N)
+    start = tok - sm.index[tok]
+    T = int(np.bincount(sm.row).max())
+    if len(sm.grid) >= 2:
+        sigma = start + (sm.index[tok] * H + head) % T
+        if ok[units, sigma].all():
+            moved = np.nonzero(sigma != tok)[0]
+            where = {"tokens": sorted({int(x) for x in tok[moved]}), "heads": sorted({int(x) for x in head[moved]})}
+            return [Finding("token", "each head is rotated with the table row of token (t*H + h) mod T of its row: the tensor read "
+                            "as [B, H, T, D] instead of [B, T, H, D] (or the reverse)", "transposed", where,
+                            {"source_token": sigma.tolist()}, {"source_token": tok.tolist()})]
+    same_row = sm.row[None, :] == sm.row[tok][:, None]
+    pick = np.where((ok & same_row).any(axis=1), np.argmax(ok & same_row, axis=1), np.argmax(ok, axis=1))
+    src = np.where(ok[units, tok], tok, pick)
+    moved = np.nonzero(src != tok)[0]
+    where = {"tokens": sorted({int(x) for x in tok[moved]}), "heads": sorted({int(x) for x in head[moved]})}
+    pairs = ", ".join(f"token {int(tok[u])} head {int(head[u])} -> row of token {int(src[u])}" for u in moved[:4])
+    return [Finding("token", f"(token, head) units rotated with other tokens' table rows ({pairs})", "token-map", where,
+                    {"source_token": src.tolist()}, {"source_token": tok.tolist()})]
+
+
 def _per_head(case: GoldenCase, sm: PairSamples, rel: Arr, tol: Arr, valid: Arr, r: Resolved | None) -> list[Finding]:
     """Each head described on its own (heads rotated differently: another theta, another position per head);
     empty unless every deviating head is described without an unexplained part."""
@@ -466,7 +505,8 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     pooled, ptol, pvalid = _pooled(sm, rel, tol)
     if H > 1:
         agree = np.all(~valid | (np.abs(rel - pooled[:, None, :]) <= SLACK * tol + 1e-12), axis=1) & pvalid
-        m.rotation = _frac(agree, pvalid)
+        informative = pvalid & (SLACK * ptol < 0.5)  # where the allowed error is large, any heads agree
+        m.rotation = _frac(agree, informative if informative.sum() >= 0.25 * pvalid.sum() else pvalid)
     else:
         m.rotation = 1.0
     phi = sm.phi()
@@ -491,6 +531,11 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
             gains = np.abs(rel).reshape(units, -1)
             m.findings += [f for f in gain_findings(gains, th, vh, 1.0, np.repeat(sm.row, H), np.repeat(sm.index, H), SLACK)
                            if f.pattern == "uniform"]
+            return m
+    if case.stage == "apply" and not copies:
+        rows_f = _table_rows(sm, rel, tol, valid)
+        if rows_f:
+            m.findings += rows_f
             return m
     if not copies:
         bad_pairs = (valid & ~right).any(axis=(0, 1))
