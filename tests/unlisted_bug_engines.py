@@ -49,7 +49,6 @@ _TABLE = ("cos_sin", "default", "half", "float32", "near4096")
 _BWD = ("backward", "default", "half", "float32", "near4096")
 _NEAR2048 = ("forward", "default", "half", "float32", "near2048")
 _NEAR65536 = ("forward", "default", "half", "float32", "near65536")
-_SPARSE = ("forward", "default", "half", "float32", "sparse")
 
 
 def make_case(stage: str, variant: str, pairing: str, dtype: str, regime: str):
@@ -76,7 +75,7 @@ UNLISTED: dict[str, Expect] = {
     "tail-unrotated": Expect(("token",), ("zero",), (_FWD, _ROWS), "the last 4 tokens of each row not rotated (a loop bound)"),
     "tokens-reversed": Expect(("token",), ("tokens-reversed",), (_FWD, _ROWS), "token t rotated with the position of token T-1-t"),
     "transposed-layout": Expect(("token",), ("transposed",), (_FWD, _ROWS), "[B, T, H, D] read as [B, H, T, D]"),
-    "int16-positions": Expect(("position", "token"), ("wrap", "shift"), (_NEAR65536, _SPARSE), "positions stored in int16 (wrap past 32767)"),
+    "int16-positions": Expect(("position", "token"), ("wrap", "shift"), (_NEAR65536,), "positions stored in int16 (wrap past 32767)"),
     # frequencies
     "freq-mirrored": Expect(("frequency",), ("mirrored",), (_FWD, _TABLE), "frequency order reversed: pair j uses w_(n-1-j)"),
     "freq-neighbours-swapped": Expect(("frequency",), ("permuted",), (_FWD, _TABLE), "pair j uses w_(j xor 1)"),

@@ -264,10 +264,10 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
         # a wrap is said when its length is a power of two or a round number, or the case shows it wrapping twice
         plausible_m = M > 0 and (M & (M - 1) == 0 or M % 1000 == 0 or M % 1024 == 0
                                  or np.unique(pi[ch] // M).size >= 2)
-        if plausible_m and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k], M)):
+        if plausible_m and np.all(diff > 0) and units.close(np.mod(pi[k], M).astype(np.float64), k):
             return [_finding(units, "position", "wrap", f"p mod {M} (positions wrap at {M}: a table indexed modulo its "
                              "length)", ch, k)]
-        if plausible_m and M % 2 == 0 and np.all(diff > 0) and np.all(_int(eff[k]) == np.mod(pi[k] + M // 2, M) - M // 2):
+        if plausible_m and M % 2 == 0 and np.all(diff > 0) and units.close((np.mod(pi[k] + M // 2, M) - M // 2).astype(np.float64), k):
             bits = f" (a signed {int(np.log2(M))}-bit integer overflow)" if M & (M - 1) == 0 else ""
             return [_finding(units, "position", "wrap", f"p wraps to p - {M} past {M // 2 - 1}{bits}", ch, k)]
         rows = np.unique(units.row[k])
