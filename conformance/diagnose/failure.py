@@ -253,6 +253,17 @@ def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
     diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype, probe=probe if pv is None else None,
                            precision=pv, hints=hints)
     if pv is None:
+        if diag.get("match") and len(diag.get("matches") or []) == 1 and diag["match"] not in ROUNDING_CLASSES:
+            weak = precision_verdict(case, outputs, exp, bnd, r, caps, fail_budget, attention_divisor(case, caps), hints,
+                                     verify_growth=False)
+            if weak is not None and not _exposes(diag["match"], case, caps):
+                named = diag["match"]
+                cand = next(c for c in diag["candidates"] if c["name"] == named)
+                diag["match"] = None
+                diag["ambiguous"] = {"class": named, "measured": weak.mechanism}
+                diag["summary"] = (f"likely cause, one of: {cand['words']} ({named}, budget {cand['budget']:.3g}); or a precision "
+                                   f"mechanism, {weak.mechanism} ({weak.words.split(': ', 1)[-1]}): on these positions they give "
+                                   "the same output; a case at smaller positions tells them apart")
         return "FAIL", diag, ""
     matched = [c for c in diag.get("candidates", []) if c["name"] in (diag.get("matches") or [])]
     shown = [c for c in matched if _exposes(c["name"], case, caps)]
