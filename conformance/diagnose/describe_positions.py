@@ -227,6 +227,28 @@ def _tiles(units: Units, positions: Arr, k: Arr) -> tuple[str, str] | None:
     return None
 
 
+def _wrap_length(units: Units, pi: Arr, ch: Arr, k: Arr) -> tuple[int, bool] | None:
+    """``(M, signed)`` when every known effective position is ``p mod M`` (or the signed ``((p + M/2) mod M) - M/2``)
+    for a plausible table length M: a power of two, a multiple of 1000, or the gcd of the moves when the case shows
+    it wrapping twice; None otherwise."""
+    top = int(np.max(np.abs(pi[k]))) if k.any() else 0
+    cands = [2**e for e in range(3, 40) if 2**e <= 2 * top + 2] + [m * 10**e for e in range(3, 10) for m in (1, 2, 4, 5, 8)
+                                                                 if m * 10**e <= 2 * top + 2]
+    moved = pi[ch] - _int(units.eff[ch])
+    g = int(np.gcd.reduce(np.abs(moved))) if moved.size else 0
+    if g > 1 and np.unique(pi[ch] // g).size >= 2:
+        cands.append(g)
+    if not ch.any() or np.any(moved <= 0):
+        return None
+    for M in sorted(set(cands)):
+        if units.close(np.mod(pi[k], M).astype(np.float64), k):
+            return M, False
+    for M in sorted(set(cands)):
+        if M % 2 == 0 and units.close((np.mod(pi[k] + M // 2, M) - M // 2).astype(np.float64), k):
+            return M, True
+    return None
+
+
 def describe_positions(units: Units, positions: Arr) -> list[Finding]:
     """Findings for the effective positions (empty when every known unit is at its spec position).
 
@@ -259,15 +281,12 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
         tiles = _tiles(units, positions.astype(np.int64), k)
         if tiles:
             return [_finding(units, "position", tiles[0], tiles[1], ch, k)]
-        diff = pi[ch] - _int(eff[ch])
-        M = int(np.gcd.reduce(np.abs(diff))) if diff.size else 0
-        # a wrap is said when its length is a power of two or a round number, or the case shows it wrapping twice
-        plausible_m = M > 0 and (M & (M - 1) == 0 or M % 1000 == 0 or M % 1024 == 0
-                                 or np.unique(pi[ch] // M).size >= 2)
-        if plausible_m and np.all(diff > 0) and units.close(np.mod(pi[k], M).astype(np.float64), k):
-            return [_finding(units, "position", "wrap", f"p mod {M} (positions wrap at {M}: a table indexed modulo its "
-                             "length)", ch, k)]
-        if plausible_m and M % 2 == 0 and np.all(diff > 0) and units.close((np.mod(pi[k] + M // 2, M) - M // 2).astype(np.float64), k):
+        wrap = _wrap_length(units, pi, ch, k)
+        if wrap is not None:
+            M, signed = wrap
+            if not signed:
+                return [_finding(units, "position", "wrap", f"p mod {M} (positions wrap at {M}: a table indexed modulo its "
+                                 "length)", ch, k)]
             bits = f" (a signed {int(np.log2(M))}-bit integer overflow)" if M & (M - 1) == 0 else ""
             return [_finding(units, "position", "wrap", f"p wraps to p - {M} past {M // 2 - 1}{bits}", ch, k)]
         rows = np.unique(units.row[k])

@@ -296,16 +296,22 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
         p_unit = np.repeat(sm.pos[ax], reps)
         # a position known to a fraction of a unit is taken as measured; elsewhere (large positions at a coarse
         # precision) the case's own positions and 0 are tried, then a clearly moved estimate is kept
-        exact = good[:, ax] & (SLACK * sig[:, ax] <= 0.5)
+        exact = good[:, ax] & (2.5 * sig[:, ax] <= 0.5)  # sig is from the bound: a worst case, not a standard deviation
         eff = np.where(exact, p_unit + dp[:, ax], np.nan)
         cand = np.unique(np.concatenate([[0.0], sm.pos[ax]]))
         miss = ~np.isfinite(eff)
+        estimate = p_unit + dp[:, ax]
         if miss.any():
             idx = match_positions(np.where(valid[miss], psi[miss], np.nan), t[miss], sm.w, sm.axes, A, cand, SLACK)[:, ax]
-            eff[np.nonzero(miss)[0][idx >= 0]] = cand[idx[idx >= 0]]
-        clear = ~np.isfinite(eff) & good[:, ax] & (np.abs(dp[:, ax]) > 8.0 * SLACK * sig[:, ax])
-        eff[clear] = p_unit[clear] + dp[clear, ax]
-        known_all &= np.isfinite(eff) | ~(SLACK * sig[:, ax] <= 0.5)
+            rows = np.nonzero(miss)[0]
+            picked = np.where(idx >= 0, cand[np.maximum(idx, 0)], np.nan)
+            # a consistent estimate known to within a unit or two wins over a candidate it disagrees with
+            agrees = ~good[rows, ax] | (sig[rows, ax] > 0.5) | (np.abs(picked - estimate[rows]) <= 0.5 + 2.0 * sig[rows, ax])
+            use = (idx >= 0) & agrees
+            eff[rows[use]] = picked[use]
+        clear = ~np.isfinite(eff) & good[:, ax] & ((np.abs(dp[:, ax]) > 8.0 * SLACK * sig[:, ax]) | (sig[:, ax] <= 0.5))
+        eff[clear] = estimate[clear]
+        known_all &= np.isfinite(eff) | ~(2.5 * sig[:, ax] <= 0.5)
         label = f"row {names[ax]}" if A > 1 else ""
         precision = np.where(clear & np.isfinite(sig[:, ax]), sig[:, ax], 0.0)
         units = _units(sm, per_head, eff, ax, label, precision)
