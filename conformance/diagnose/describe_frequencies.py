@@ -119,9 +119,9 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
         return [_finding("zero", f"pairs {ranges(j[bad])}{tag} use frequency 0: not rotated (spec: w_j > 0)", j[bad], w_eff, w)]
     kp = known & pos
     rk = r[kp]
-    rr = float(np.median(rk)) if rk.size else 1.0
-    if (kp.sum() >= 2 and np.ptp(rk) <= max(8.0 * float(np.max(sr[kp])), 1e-6 * float(np.max(np.abs(rk)))) and kp.sum() == known.sum()
-            and ok_model(w * rr)):
+    rr = float(np.median(r[bad & pos])) if (bad & pos).any() else (float(np.median(rk)) if rk.size else 1.0)
+    spread_ok = kp.sum() >= 2 and np.ptp(rk) <= max(8.0 * float(np.max(sr[kp])), 1e-6 * float(np.max(np.abs(rk))))
+    if kp.sum() >= 1 and (verify is not None or spread_ok) and ok_model(w * rr) and abs(rr - 1.0) > 1e-7:
         return [_finding("uniform", f"every pair{tag} uses its frequency {ratio_words(rr, spec)} (a uniform ratio)", j[kp], w_eff, w,
                          {"ratio": rr})]
     found = _structured_permutation(w, known & pos, bad, ok_model) if verify is not None else None
@@ -140,15 +140,31 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
             bj = np.nonzero(bad)[0]
             words = "pairs use other pairs' frequencies (" + ", ".join(f"{int(a)} -> w_{int(src[a])}" for a in bj[:6]) + ")"
         return [_finding(pattern, f"{words}{tag}", j[bad], w_eff, w, {"source_pair": [int(v) for v in src[bad]]})]
-    lk = kp & (r > 0)
+    lk = kp & (r > 0) & (sr < 0.05)  # a geometric law is fitted on the well-determined ratios, then checked on every angle
     if lk.sum() >= 3:
         lr = np.log(r[lk])
         jj = j[lk].astype(np.float64)
-        b, a = np.polyfit(jj, lr, 1, w=1.0 / np.maximum(sr[lk], 1e-12))
+        b, a = np.polyfit(jj, lr, 1, w=1.0 / np.maximum(sr[lk] / np.maximum(r[lk], 1e-300), 1e-12))
         resid = lr - (a + b * jj)
-        model = w * np.exp(a + b * j)
-        if abs(b) > 1e-9 and lk.sum() == known.sum() and (
-                np.max(np.abs(resid)) <= max(8.0 * float(np.max(sr[lk])), 1e-9) or verify is not None) and ok_model(model):
+        d_exp = float(spec.resolved_freq_dim)
+        # the fit in log-ratio space is refined by round values of the law's parameters (another theta, another
+        # exponent denominator), each checked on the angles: a fitted law is said only when its model reproduces them
+        laws = [(a, b)]
+        if spec.theta > 1:
+            t_fit = spec.theta * math.exp(-b * d_exp / 2.0)
+            for digits in (3, 2, 4):
+                e10 = math.floor(math.log10(t_fit)) - (digits - 1)
+                t_round = round(t_fit / 10**e10) * 10**e10
+                laws.append((0.0, -2.0 * math.log(t_round / spec.theta) / d_exp))
+            inv = 1.0 / d_exp - b / (2.0 * math.log(spec.theta))
+            if inv > 0 and 1.0 / inv < 1e6:
+                d_round = round(1.0 / inv)
+                if d_round > 0:
+                    laws.append((0.0, -2.0 * math.log(spec.theta) * (1.0 / d_round - 1.0 / d_exp)))
+        chosen = next(((aa, bb) for aa, bb in laws if ok_model(w * np.exp(aa + bb * j))), None)
+        if (abs(b) > 1e-9 and chosen is not None and (lk.sum() == known.sum() or verify is not None)
+                and (np.max(np.abs(resid)) <= max(8.0 * float(np.max(sr[lk])), 1e-9) or verify is not None)):
+            a, b = chosen
             d = float(spec.resolved_freq_dim)
             words = f"the ratio grows geometrically with the pair index (r_j = {math.exp(a):.6g} x {math.exp(b):.9g}^j)"
             extra: dict[str, float] = {"rho": math.exp(b), "c": math.exp(a)}

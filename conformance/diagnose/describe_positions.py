@@ -267,7 +267,9 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
     # zero: not rotated
     zero = ch & (np.abs(eff) < 0.5)
     if np.array_equal(zero, ch):
-        return [_finding(units, "position", "zero", "0 (not rotated: the positions are ignored there)", ch, k)]
+        sig0 = float(np.max(units.sigma[zero])) if units.sigma is not None else 0.0
+        vague = f"; at this precision positions up to ~{2.5 * sig0:.3g} look the same" if 2.5 * sig0 >= 1.0 else ""
+        return [_finding(units, "position", "zero", f"0 (not rotated: the positions are ignored there{vague})", ch, k)]
     sig = units.sigma if units.sigma is not None else np.zeros_like(p)
     ints = np.all(np.abs(d[k] - np.round(d[k])) < 0.05 + 4.0 * sig[k])
     if ints:
@@ -315,8 +317,8 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
     nz = k & (np.abs(p) > 0)
     if nz.sum() >= 2:
         r = eff[nz] / p[nz]
-        if np.ptp(r) <= 1e-6 * max(1.0, abs(float(np.median(r)))) and abs(float(np.median(r)) - 1.0) > 1e-6:
-            rr = float(np.median(r))
+        rr = float(np.median(r))
+        if units.close(rr * p[k], k) and abs(rr - 1.0) > 1e-6:
             return [_finding(units, "position", "scaled", f"{rr:.6g} x p (every angle scaled by {rr:.6g}: the same as "
                              f"frequencies {rr:.6g}x the spec's)", ch, k)]
     u = np.nonzero(ch)[0][0]

@@ -313,7 +313,7 @@ def _positions(case: GoldenCase, sm: PairSamples, delta: Arr, psi: Arr, tol: Arr
         eff[clear] = estimate[clear]
         known_all &= np.isfinite(eff) | ~(2.5 * sig[:, ax] <= 0.5)
         label = f"row {names[ax]}" if A > 1 else ""
-        precision = np.where(clear & np.isfinite(sig[:, ax]), sig[:, ax], 0.0)
+        precision = np.where(~exact & np.isfinite(sig[:, ax]), sig[:, ax], 0.0)
         units = _units(sm, per_head, eff, ax, label, precision)
         out += describe_positions(units, sm.pos[ax])
     return out, float(known_all.mean()) if known_all.size else 0.0
