@@ -63,10 +63,12 @@ def _permutation(w_eff: Arr, w: Arr, sig: Arr, known: Arr) -> Arr | None:
     """The spec pair whose frequency is nearest each known effective one (within 8 sigma), when that is
     a one-to-one map; None otherwise."""
     src = np.full(w.size, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(w > 0, sig / np.where(w > 0, w, 1.0), np.inf)  # the uncertainty relative to the value measured
     for j in np.nonzero(known)[0]:
         d = np.abs(w - w_eff[j])
         k = int(np.argmin(d))
-        if d[k] > 8.0 * sig[j] + 1e-9 * abs(w_eff[j]):
+        if d[k] > 8.0 * rel[j] * abs(w_eff[j]) + 1e-9 * abs(w_eff[j]):
             return None
         src[j] = k
     ks = src[known]
@@ -121,6 +123,13 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
     rk = r[kp]
     rr = float(np.median(r[bad & pos])) if (bad & pos).any() else (float(np.median(rk)) if rk.size else 1.0)
     spread_ok = kp.sum() >= 2 and np.ptp(rk) <= max(8.0 * float(np.max(sr[kp])), 1e-6 * float(np.max(np.abs(rk))))
+    if kp.any() and verify is not None:
+        # the ratio is best read where it is best determined: candidates are the median, the inverse-variance mean and the
+        # best-determined pair's ratio, each checked on the angles
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wt = 1.0 / np.maximum(sr[kp], 1e-300) ** 2
+        cands = [rr, float(np.sum(wt * rk) / np.sum(wt)), float(rk[np.argmin(sr[kp])])]
+        rr = next((c for c in cands if ok_model(w * c)), rr)
     if kp.sum() >= 1 and (verify is not None or spread_ok) and ok_model(w * rr) and abs(rr - 1.0) > 1e-7:
         return [_finding("uniform", f"every pair{tag} uses its frequency {ratio_words(rr, spec)} (a uniform ratio)", j[kp], w_eff, w,
                          {"ratio": rr})]
@@ -194,7 +203,9 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
             words = f"pairs {ranges(g)}{tag} use frequencies off by factors {np.min(rs):.3g} to {np.max(rs):.3g}"
         else:
             words = f"pairs {ranges(g)}{tag} use their frequency {ratio_words(float(np.median(rs)), spec)}"
-            if pattern == "band" and len(groups) == 1:
+            others = known & pos & ~bad
+            sure = others.any() and np.all(np.abs(r[others] - float(np.median(rs))) > 8.0 * sr[others])
+            if pattern == "band" and len(groups) == 1 and sure:
                 words += "; the other pairs are right (a band)"
         out.append(_finding(pattern, words, np.asarray(g), w_eff, w, {"ratio": [float(v) for v in rs]}))
     if len(groups) > 6:

@@ -74,8 +74,15 @@ def _inv_freq_stage(case: GoldenCase, actual: Mapping[str, Arr], bound: Mapping[
     got = np.asarray(actual["inv_freq"], dtype=np.float64)
     if got.shape != w.shape:
         return m
-    sig = np.asarray(bound["inv_freq"], dtype=np.float64) / 2.0
-    m.findings += describe_frequencies(got, sig, w, np.isfinite(got), case.spec)
+    bnd = np.asarray(bound["inv_freq"], dtype=np.float64)
+    sig = bnd / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(w > 0, bnd / np.where(w > 0, w, 1.0), 0.0)
+
+    def verify(w_model: Arr) -> bool:
+        return bool(np.all(np.abs(got - w_model) <= SLACK * rel * np.abs(w_model) + bnd))
+
+    m.findings += describe_frequencies(got, sig, w, np.isfinite(got), case.spec, verify=verify)
     sa = float(np.asarray(actual["attention_factor"], dtype=np.float64))
     if abs(sa - s) > 2.0 * float(np.asarray(bound["attention_factor"])):
         m.findings.append(Finding("attention_factor", f"attention factor {sa:.6g} instead of {s:.6g}"
