@@ -96,8 +96,27 @@ def _structured_permutation(w: Arr, known: Arr, bad: Arr, ok_model: Callable[[Ar
     return None
 
 
+def _refine(misfit: Callable[[Arr], float], law: Callable[[float], Arr], x0: float, span: float, evals: int = 40) -> float:
+    """The parameter in ``[x0 - span, x0 + span]`` whose model frequencies ``law(x)`` fit the angles best (golden
+    section on the worst residual over the allowed error)."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    lo, hi = x0 - span, x0 + span
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = misfit(law(a)), misfit(law(b))
+    for _ in range(evals):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = misfit(law(a))
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = misfit(law(b))
+    return a if fa <= fb else b
+
+
 def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpec, where: str = "",
-                         verify: Callable[[Arr], bool] | None = None) -> list[Finding]:
+                         verify: Callable[[Arr], bool] | None = None, misfit: Callable[[Arr], float] | None = None) -> list[Finding]:
     """Findings for the effective frequencies (empty when every known one is the spec's).
 
     ``sig``: absolute uncertainty of each ``w_eff``; ``known``: pairs whose frequency was measured;
@@ -129,6 +148,9 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
         with np.errstate(divide="ignore", invalid="ignore"):
             wt = 1.0 / np.maximum(sr[kp], 1e-300) ** 2
         cands = [rr, float(np.sum(wt * rk) / np.sum(wt)), float(rk[np.argmin(sr[kp])])]
+        if misfit is not None:
+            best = cands[1]
+            cands.append(_refine(misfit, lambda x: w * x, best, 10.0 * float(np.min(sr[kp])) * abs(best) + 1e-12))
         rr = next((c for c in cands if ok_model(w * c)), rr)
     if kp.sum() >= 1 and (verify is not None or spread_ok) and ok_model(w * rr) and abs(rr - 1.0) > 1e-7:
         return [_finding("uniform", f"every pair{tag} uses its frequency {ratio_words(rr, spec)} (a uniform ratio)", j[kp], w_eff, w,
@@ -170,6 +192,9 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
                 d_round = round(1.0 / inv)
                 if d_round > 0:
                     laws.append((0.0, -2.0 * math.log(spec.theta) * (1.0 / d_round - 1.0 / d_exp)))
+        if misfit is not None:
+            b_ref = _refine(misfit, lambda x: w * np.exp(a + x * j), b, 10.0 * abs(float(np.polyfit(jj, lr, 1, cov=False)[0] - b)) + 1e-6)
+            laws.append((a, b_ref))
         chosen = next(((aa, bb) for aa, bb in laws if ok_model(w * np.exp(aa + bb * j))), None)
         if (abs(b) > 1e-9 and chosen is not None and (lk.sum() == known.sum() or verify is not None)
                 and (np.max(np.abs(resid)) <= max(8.0 * float(np.max(sr[lk])), 1e-9) or verify is not None)):

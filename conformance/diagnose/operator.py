@@ -340,13 +340,16 @@ def _frequencies(case: GoldenCase, sm: PairSamples, psi: Arr, tol: Arr, valid: A
     frac = float(ok[measured].mean()) if measured.any() else 0.0
     p_pair = sm.pos[sm.axes].T  # [N, n]
 
-    def verify(w_model: Arr) -> bool:
+    def misfit(w_model: Arr) -> float:
         wm = np.broadcast_to(w_model, p_pair.shape)
         res = np.abs(wrap(psi - angle_of(p_pair, wm)))
         allowed = SLACK * tol + _model_tol(r, p_pair * wm, wm) + 1e-9
-        return bool((res[valid] <= allowed[valid]).all())
+        return float(np.max(res[valid] / allowed[valid])) if valid.any() else 0.0
 
-    return describe_frequencies(w_eff, sig, sm.w, ok, case.spec, verify=verify), frac
+    def verify(w_model: Arr) -> bool:
+        return misfit(w_model) <= 1.0
+
+    return describe_frequencies(w_eff, sig, sm.w, ok, case.spec, verify=verify, misfit=misfit), frac
 
 
 def _copies(sm: PairSamples) -> list[Finding]:
