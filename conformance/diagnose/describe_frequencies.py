@@ -135,8 +135,8 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
     if not bad.any():
         return []
     tag = f" ({where})" if where else ""
-    zero = bad & (np.abs(w_eff) <= 8 * sig + 1e-12)
-    if np.array_equal(zero, bad):
+    zero = bad & (np.abs(w_eff) <= 8 * sig + 1e-12) & (np.abs(r) <= 0.05)  # near 0, not merely within a loose uncertainty of it
+    if np.array_equal(zero, bad) and ok_model(np.where(zero, 0.0, w)):
         return [_finding("zero", f"pairs {ranges(j[bad])}{tag} use frequency 0: not rotated (spec: w_j > 0)", j[bad], w_eff, w)]
     kp = known & pos
     rk = r[kp]
