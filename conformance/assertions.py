@@ -80,10 +80,8 @@ def assert_rope_conforms(
     bad = [r for r in report.results if r.status in failing]
     imprecise = [r for r in report.results if r.status == "IMPRECISE" and not fail_imprecise]
     if imprecise:
-        warnings.warn(f"{len(imprecise)} RoPE conformance case(s) IMPRECISE (backend {report.backend}):
-"
-                      + "
-".join(failure_text(r) for r in imprecise), UserWarning, stacklevel=2)
+        warnings.warn(f"{len(imprecise)} RoPE conformance case(s) IMPRECISE (backend {report.backend}):\n"
+                      + "\n".join(failure_text(r) for r in imprecise), UserWarning, stacklevel=2)
     if bad:
         lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
         lines += [f"note: {note}" for note in report.notes]
