@@ -72,13 +72,13 @@ def angle_map_findings(phi: Arr, delta: Arr, tol: Arr, valid: Arr, stage: str, s
         res = np.abs(wrap(psi - (k * phi + c)))
         ok = valid & (res <= slack * tol + 1e-9)
         words = _words(stage, w_tab, w_fwd)
-        if k == 0.0 and resolution >= 1.0:
-            words += f" (or positions below ~{resolution:.3g}, whose angles do not show at the declared precision)"
         fits.append((ok, k, c, pattern, words))
+    caveat = (f" (or positions below ~{resolution:.3g}, whose angles do not show at the declared precision)"
+              if resolution >= 1.0 else "")
     if informative[valid].mean() >= 0.5:
         for ok, k, c, pattern, words in fits:
             if np.array_equal(ok | ~valid, np.ones_like(ok)) or (ok[valid].mean() >= 0.97 and not (bad & ~ok).any()):
-                return [Finding("angle", words + " on every pair", pattern, {"pairs": list(range(n))},
+                return [Finding("angle", words + " on every pair" + (caveat if k == 0.0 else ""), pattern, {"pairs": list(range(n))},
                                 {"k": k, "c": c}, {"k": 1, "c": 0})], ok | ~bad
     per_pair = bad.any(axis=0)
     groups: dict[int, list[int]] = {}
@@ -96,7 +96,8 @@ def angle_map_findings(phi: Arr, delta: Arr, tol: Arr, valid: Arr, stage: str, s
     out = []
     for idx, pairs in groups.items():
         _, k, c, pattern, words = fits[idx]
-        out.append(Finding("angle", f"{words} on pairs {ranges(pairs)}", pattern, {"pairs": pairs}, {"k": k, "c": c}, {"k": 1, "c": 0}))
+        out.append(Finding("angle", f"{words} on pairs {ranges(pairs)}" + (caveat if k == 0.0 else ""), pattern, {"pairs": pairs},
+                           {"k": k, "c": c}, {"k": 1, "c": 0}))
     return out, explained & bad
 
 

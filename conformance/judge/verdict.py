@@ -188,15 +188,23 @@ def _imprecise(report: RunReport) -> tuple[list[str], dict[str, Any] | None]:
     if not rs:
         return [], None
     mech: Counter[str] = Counter()
-    passes: Counter[str] = Counter()
+    needed: dict[str, float] = {}  # profile constant -> the largest value any IMPRECISE case needs
     for r in rs:
         pv = (r.diagnosis or {}).get("precision") or {}
         mech[pv.get("mechanism", "a precision mechanism")] += 1
-        for p in pv.get("passes_with", [])[:1]:
-            passes[p.split(" (")[0]] += 1
+        for p in pv.get("passes_with", []):
+            if p.startswith("--tol ") and "=" in p:
+                key, _, rest = p[len("--tol "):].partition("=")
+                try:
+                    needed[key] = max(needed.get(key, 0.0), float(rest.split(" ", 1)[0]))
+                except ValueError:
+                    continue
     text = ", ".join(f"{m} ({k})" for m, k in mech.most_common())
-    words = [f"{len(rs)} case(s) IMPRECISE, by {text}" + (f"; they would pass with {passes.most_common(1)[0][0]}" if passes else "")]
-    return words, {"count": len(rs), "mechanisms": dict(mech), "passes_with": dict(passes)}
+    every = sorted(k for k in needed if all(any(p.startswith(f"--tol {k}=") for p in ((x.diagnosis or {}).get("precision") or {})
+                                                  .get("passes_with", [])) for x in rs))
+    tail = (f"; all of them would pass with {' or '.join(f'--tol {k}={needed[k]:.3g}' for k in every)}" if every else "")
+    words = [f"{len(rs)} case(s) IMPRECISE, by {text}{tail}"]
+    return words, {"count": len(rs), "mechanisms": dict(mech), "passes_with": {f"--tol {k}": needed[k] for k in every}}
 
 
 def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any] | None:
