@@ -31,10 +31,11 @@ from roperef.frequencies import inv_freq
 from roperef.layout import pair_map
 
 from ..bugs.catalogue import BY_ID
+from ..bugs.decoy import budget, run_decoy
 from ..bugs.facts import Precision, case_facts
 from ..bugs.freqs import plain_spec
 from ..cases.case import GoldenCase
-from ..error_model.expected import attention_divisor
+from ..error_model.expected import attention_divisor, divide_rotated
 from ..error_model.tolerance import Profile, Resolved, position_rows
 from .declaration import declaration_hints
 from .findings import Finding
@@ -51,6 +52,8 @@ __all__ = ["explain_failure", "pair_profile", "failure_verdict", "precision_note
 Prober = Callable[[GoldenCase, Mapping[str, np.ndarray], Mapping[str, np.ndarray], Resolved], "tuple[ProbeResult, bool] | None"]
 #: measured properties no decoy of the catalogue has: a decoy matching the output is not named when one is found
 UNDESCRIBED_AXES = frozenset({"state", "dependence", "linearity", "head"})
+#: on the head axis, the patterns that are such a property (a small deviation on one head is not)
+_HEAD_PATTERNS = frozenset({"copied", "heads-differ", "head-dependent"})
 
 
 def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mapping[str, np.ndarray],
@@ -122,19 +125,63 @@ def implausible(match: str, param: Any, spec_theta: float | None = None, seq_len
     return None
 
 
-def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding]) -> str | None:
+def _round_values(v: float) -> list[float]:
+    """Round numbers near ``v``: 1 to 3 significant digits, and powers of two times 1, 1.5 or 3."""
+    out = []
+    for digits in (1, 2, 3):
+        e = math.floor(math.log10(abs(v))) - (digits - 1)
+        out.append(round(v / 10**e) * 10**e)
+    for m in (1.0, 1.5, 3.0):
+        out.append(m * 2.0 ** round(math.log2(abs(v) / m)))
+    return sorted(set(out), key=lambda x: abs(x - v))
+
+
+def _round_match(case: GoldenCase, outputs: Mapping[str, np.ndarray], r: Resolved, divisor: float, class_id: str,
+                 param: float) -> float | None:
+    """A round value of a fitted theta or factor whose decoy reproduces the output as well (a fit on a coarse
+    output lands near, not on, the config's value), or None."""
+    cls = BY_ID.get(class_id)
+    if cls is None or not math.isfinite(param) or param == 0:
+        return None
+    for v in _round_values(param)[:4]:
+        if abs(v - param) > 0.05 * abs(param):
+            continue
+        try:
+            d = cls.family.make(case, v)
+            if d is None:
+                continue
+            with np.errstate(all="ignore"):
+                run = run_decoy(case, d, r)
+            out, bnd = run.outputs, run.bound
+            if divisor != 1.0:
+                out, bnd = divide_rotated(case, out, divisor), divide_rotated(case, bnd, divisor)
+            if budget(outputs, out, bnd) <= 1.0:
+                return float(v)
+        except (ValueError, TypeError, OverflowError, ZeroDivisionError):
+            continue
+    return None
+
+
+def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding], outputs: Mapping[str, np.ndarray], r: Resolved,
+          divisor: float) -> str | None:
     """Why the matched class must not be named (None: it may)."""
     match = diag.get("match")
     if not match:
         return None
-    odd = [f for f in findings if f.axis in UNDESCRIBED_AXES]
+    odd = [f for f in findings if f.axis in UNDESCRIBED_AXES and (f.axis != "head" or f.pattern in _HEAD_PATTERNS)]
     if odd:
         return f"the operator also has what no decoy has ({odd[0].words})"
     if len(diag.get("matches") or []) == 1:
         param = next((c.get("param") for c in diag.get("candidates", []) if c["name"] == match), None)
         sc = case.spec.scaling
         static = tuple(int(v) for v in (sc.max_position_embeddings, (sc.factor or 1) * (sc.max_position_embeddings or 0)) if v)
-        return implausible(match, param, case.spec.theta, case_seq_len(case), static)
+        why = implausible(match, param, case.spec.theta, case_seq_len(case), static)
+        if why and match in ("theta:wrong", "scaling:factor") and isinstance(param, (int, float)):
+            near = _round_match(case, outputs, r, divisor, match, float(param))
+            if near is not None:
+                diag["round_value"] = near  # the config's value that reproduces the output as well as the fit
+                return None
+        return why
     return None
 
 
@@ -203,7 +250,7 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["summary"] = (f"likely cause, one of: {cand['words']} (positions:zero, budget {cand['budget']:.3g}); or positions "
                            "taken relative to each row's (or tile's) first token, or the rows' last tokens left unrotated: with "
                            "one token per row these are the same; a case with several tokens per row tells them apart")
-    why_not = _gate(case, diag, findings)
+    why_not = _gate(case, diag, findings, outputs, r, attention_divisor(case, caps))
     if why_not:
         named = diag["match"]
         diag["not_named"] = {"class": named, "why": why_not}
