@@ -202,7 +202,7 @@ pytest_plugins = ["pytester"]
 def test_pytest_plugin_warns_on_imprecise_and_fails_with_the_option(pytester):
     from judge_cases import materialize_subset, write_golden_dir
 
-    golden = str(write_golden_dir(pytester.path / "golden", materialize_subset("forward/default/half/float32/*")))
+    golden = str(write_golden_dir(pytester.path / "golden", materialize_subset("forward/default/half/float32/*near-2p31")))
     here = str(Path(__file__).parent)
     pytester.makepyfile(ggmlmod=f"import sys\nsys.path.insert(0, {here!r})\nfrom unlisted_bug_engines import UnlistedEngine\n"
                                 f"def make():\n    return UnlistedEngine(bug='ggml-theta-scale')\n")
@@ -210,7 +210,7 @@ def test_pytest_plugin_warns_on_imprecise_and_fails_with_the_option(pytester):
 
     installed = any(ep.value == "conformance.pytest_plugin" for ep in entry_points(group="pytest11"))
     args = [*([] if installed else ["-p", "conformance.pytest_plugin"]), "--rope-backend", "ggmlmod:make", "--rope-golden", golden,
-            "-p", "no:cacheprovider"]
+            "--rope-goldens-only", "-p", "no:cacheprovider"]
     res = pytester.runpytest(*args)
     outcomes = res.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("warnings", 0) >= 1, outcomes

@@ -175,13 +175,13 @@ def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding], outpu
         param = next((c.get("param") for c in diag.get("candidates", []) if c["name"] == match), None)
         sc = case.spec.scaling
         static = tuple(int(v) for v in (sc.max_position_embeddings, (sc.factor or 1) * (sc.max_position_embeddings or 0)) if v)
-        why = implausible(match, param, case.spec.theta, case_seq_len(case), static)
-        if why and match in ("theta:wrong", "scaling:factor") and isinstance(param, (int, float)):
+        if match in ("theta:wrong", "scaling:factor") and isinstance(param, (int, float)) and not _round_number(float(param)):
             near = _round_match(case, outputs, r, divisor, match, float(param))
-            if near is not None:
-                diag["round_value"] = near  # the config's value that reproduces the output as well as the fit
-                return None
-        return why
+            if near is None:
+                return implausible(match, param, case.spec.theta, case_seq_len(case), static)
+            diag["round_value"] = near  # the config's value that reproduces the output as well as the fit
+            param = near
+        return implausible(match, param, case.spec.theta, case_seq_len(case), static)
     return None
 
 

@@ -26,6 +26,7 @@ finding here (its deviation is small: see :mod:`.precision`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,7 +136,9 @@ def _resolution(sm: PairSamples, ptol: Arr, pvalid: Arr) -> float:
         return 0.0
     with np.errstate(all="ignore"):
         per = np.where(pvalid & (sm.w[None, :] > 0), SLACK * ptol / np.where(sm.w > 0, sm.w, 1.0)[None, :], np.nan)
-    med = np.nanmedian(per, axis=0) if np.isfinite(per).any() else np.array([0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # pairs of frequency 0 have no entry
+        med = np.nanmedian(per, axis=0) if np.isfinite(per).any() else np.array([0.0])
     med = med[np.isfinite(med)]
     return float(np.min(med)) if med.size else 0.0
 

@@ -22,6 +22,7 @@ with a gain does, whatever its angle): :func:`energy_conserved`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -220,7 +221,9 @@ def energy_conserved(sm: PairSamples, slack: float = 6.0) -> Arr:
         tol = sm.tol / np.sqrt(sm.weight)
     good = (sm.weight > 0) & np.isfinite(ratio)
     flat = np.where(good, ratio, np.nan).reshape(-1, sm.n_pairs)
-    med = np.nanmedian(flat, axis=0) if np.isfinite(flat).any() else np.zeros(sm.n_pairs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pair without any sample: its median is NaN, said below
+        med = np.nanmedian(flat, axis=0) if np.isfinite(flat).any() else np.zeros(sm.n_pairs)
     med = np.where(np.isfinite(med), med, 0.0)
     with np.errstate(all="ignore"):
         return good & (np.abs(ratio - med[None, None, :]) <= slack * tol + 1e-12 * np.maximum(med, 1.0)[None, None, :])
