@@ -241,15 +241,16 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["ambiguous"] = {"class": "positions:shifted", "measured": local[0].words}
         diag["summary"] = (f"likely cause, one of: {cand['words']} on every token (positions:shifted, budget {cand['budget']:.3g}); "
                            f"or a shift only where it is measured: {local[0].words} [docs/spec.md section {local[0].section}]")
-    if diag.get("match") == "positions:zero" and len(diag.get("matches") or []) == 1 and _one_token_rows(case):
+    zeroish = {"positions:zero", "positions:offsets-ignored"}
+    if diag.get("match") in zeroish and set(diag.get("matches") or []) <= zeroish and _one_token_rows(case):
         # one token per row: position 0 on every token is also what positions relative to each row's (or tile's) first
         # token, or a tail of every row left unrotated, give
-        cand = next(c for c in diag["candidates"] if c["name"] == "positions:zero")
+        named = [c for c in diag["candidates"] if c["name"] in (diag.get("matches") or [])]
         diag["match"] = None
-        diag["ambiguous"] = {"class": "positions:zero", "measured": "one token per row"}
-        diag["summary"] = (f"likely cause, one of: {cand['words']} (positions:zero, budget {cand['budget']:.3g}); or positions "
-                           "taken relative to each row's (or tile's) first token, or the rows' last tokens left unrotated: with "
-                           "one token per row these are the same; a case with several tokens per row tells them apart")
+        diag["ambiguous"] = {"class": named[0]["name"], "measured": "one token per row"}
+        diag["summary"] = ("likely cause, one of: " + "; ".join(f"{c['words']} ({c['name']}, budget {c['budget']:.3g})" for c in named)
+                           + "; or positions taken relative to each row's (or tile's) first token, or the rows' last tokens left "
+                           "unrotated: with one token per row these are the same; a case with several tokens per row tells them apart")
     why_not = _gate(case, diag, findings, outputs, r, attention_divisor(case, caps))
     if why_not:
         named = diag["match"]
