@@ -196,8 +196,12 @@ def _one_token_rows(case: GoldenCase) -> bool:
     return np.ndim(pos) == 2 and np.shape(pos)[-1] == 1
 
 
+#: findings that say little on their own (said after the specific ones and the probes')
+_WEAK = frozenset({"mixed", "unexplained", "heads-differ", "small-deviation", "table"})
+
+
 def _measured_words(findings: list[Finding], limit: int = 3) -> list[str]:
-    ranked = sorted(findings, key=lambda f: (f.probe, f.axis in ("gain",)))
+    ranked = sorted(findings, key=lambda f: (f.pattern in _WEAK, f.probe, f.axis in ("gain",)))
     out = []
     for f in ranked[:limit]:
         out.append(f"{f.words} [docs/spec.md section {f.section}]")
