@@ -245,6 +245,17 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["ambiguous"] = {"class": "positions:shifted", "measured": local[0].words}
         diag["summary"] = (f"likely cause, one of: {cand['words']} on every token (positions:shifted, budget {cand['budget']:.3g}); "
                            f"or a shift only where it is measured: {local[0].words} [docs/spec.md section {local[0].section}]")
+    if (diag.get("match") == "scaling:factor" and case.spec.scaling.type == "linear"
+            and len(diag.get("matches") or []) == 1):
+        # a linear factor changes every frequency by one ratio: the same operator as doubled angles or scaled positions
+        cand = next(c for c in diag["candidates"] if c["name"] == "scaling:factor")
+        uniform = next((f for f in findings if (f.axis, f.pattern) in (("frequency", "uniform"), ("position", "scaled"))
+                        or (f.axis == "angle" and f.pattern in ("doubled", "tripled"))), None)
+        diag["match"] = None
+        diag["ambiguous"] = {"class": "scaling:factor", "measured": uniform.words if uniform else "a uniform frequency ratio"}
+        diag["summary"] = (f"likely cause, one of: {cand['words']} (scaling:factor, budget {cand['budget']:.3g}); or every angle "
+                           f"scaled by one ratio ({uniform.words if uniform else 'a uniform frequency ratio'}): for linear "
+                           "scaling these are the same operator")
     zeroish = {"positions:zero", "positions:offsets-ignored"}
     if diag.get("match") in zeroish and set(diag.get("matches") or []) <= zeroish and _one_token_rows(case):
         # one token per row: position 0 on every token is also what positions relative to each row's (or tile's) first
