@@ -108,7 +108,7 @@ UNLISTED: dict[str, Expect] = {
     "pair-outputs-swapped": Expect(("pair_map", "angle"), ("reflection", "formula"), (_FWD, _FWD_ADJ),
                                    "each pair's two outputs written to each other's channel"),
     # heads
-    "head0-only": Expect(("head",), ("zero",), (_FWD, _ROWS), "only head 0 rotated"),
+    "head0-only": Expect(("head",), ("zero", "identity"), (_FWD, _ROWS), "only head 0 rotated"),
     "head-copy": Expect(("head",), ("copied",), (_FWD, _ROWS), "head 1's output is head 0's"),
     "head1-theta-x2": Expect(("head", "frequency"), ("geometric",), (_FWD, _ROWS), "heads after the first use twice the theta (a per-head table)"),
     "head-stride-half": Expect(("head", "dependence", "pair_map", "channel"), (), (_FWD,), "head h read at offset h*D/2 (wrong head stride)"),

@@ -74,9 +74,11 @@ def _row_word(units: Units) -> str:
     return "packed sequence" if units.packed else "batch row"
 
 
-def _where(units: Units, sel: Arr, known: Arr) -> tuple[str, dict[str, list[int]]]:
+def _where(units: Units, sel: Arr, known: Arr, fits: Arr | None = None) -> tuple[str, dict[str, list[int]]]:
     """Words and indices for the units ``sel``; units whose effective position is not known (not resolved at
-    their positions) are said separately."""
+    their positions) are said separately. ``fits``: units the pattern describes as well without moving them (a
+    structure may include them: head 1 "not rotated" includes its token at position 0)."""
+    fits = sel if fits is None else (fits | sel)
     tokens = sorted(set(units.flat[sel].tolist()))
     where: dict[str, list[int]] = {"tokens": tokens}
     if units.head.max() >= 0:
@@ -87,9 +89,11 @@ def _where(units: Units, sel: Arr, known: Arr) -> tuple[str, dict[str, list[int]
     note = (f"; the other {n_unknown} token(s) not resolved at their positions (the declared precision cannot tell a "
             "position there)") if n_unknown else ""
     everyone = np.ones_like(sel)
-    # a structure is matched on the known units, and said of the whole case only when every unit is known
+    # a structure is matched on the known units (it holds every moved unit and only units the pattern fits), and
+    # said of the whole case only when every unit is known
     def same(mask: Arr) -> bool:
-        return bool(np.array_equal(sel & known, mask & known)) and bool((mask & known).any())
+        mk = mask & known
+        return bool(mk.any()) and bool(np.all(mk[sel & known])) and bool(np.all(fits[mk]))
 
     if same(everyone) and not n_unknown:
         return "every token" + (f" of {units.label}" if units.label else ""), where
@@ -133,8 +137,10 @@ def _num(v: float) -> float:
     return float(round(v)) if abs(v - round(v)) < 1e-3 else round(v, 3)
 
 
-def _finding(units: Units, axis: str, pattern: str, words: str, sel: Arr, known: Arr) -> Finding:
-    place, where = _where(units, sel, known)
+def _finding(units: Units, axis: str, pattern: str, words: str, sel: Arr, known: Arr, fits: Arr | None = None) -> Finding:
+    """``sel``: the units the pattern moves; ``fits``: every unit the pattern describes (moved or not: a token at
+    position 0 is "not rotated" too), used to say where."""
+    place, where = _where(units, sel, known, fits)
     ax = axis
     if pattern == "per-row":
         ax = "row"
@@ -269,7 +275,8 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
     if np.array_equal(zero, ch):
         sig0 = float(np.max(units.sigma[zero])) if units.sigma is not None else 0.0
         vague = f"; at this precision positions up to ~{2.5 * sig0:.3g} look the same" if 2.5 * sig0 >= 1.0 else ""
-        return [_finding(units, "position", "zero", f"0 (not rotated: the positions are ignored there{vague})", ch, k)]
+        return [_finding(units, "position", "zero", f"0 (not rotated: the positions are ignored there{vague})", ch, k,
+                         k & (np.abs(eff) < 0.5))]
     sig = units.sigma if units.sigma is not None else np.zeros_like(p)
     ints = np.all(np.abs(d[k] - np.round(d[k])) < 0.05 + 4.0 * sig[k])
     if ints:

@@ -458,6 +458,15 @@ def _table_rows(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> list[Finding
             return [Finding("token", "each head is rotated with the table row of token (t*H + h) mod T of its row: the tensor read "
                             "as [B, H, T, D] instead of [B, T, H, D] (or the reverse)", "transposed", where,
                             {"source_token": sigma.tolist()}, {"source_token": tok.tolist()})]
+    ident = np.all(~v | (np.abs(wrap(psi)) <= SLACK * t + 1e-9), axis=1)  # not rotated at all
+    off = ~ok[units, tok]
+    if off.any() and ident[off].all():
+        moved = np.nonzero(off)[0]
+        heads = sorted({int(x) for x in head[moved]})
+        words = (f"head{'s' if len(heads) > 1 else ''} {ranges(heads)}: not rotated (the given tables not applied)"
+                 if len(heads) < H else f"{moved.size} (token, head) units not rotated")
+        return [Finding("head" if words.startswith("head") else "token", words, "zero",
+                        {"tokens": sorted({int(x) for x in tok[moved]}), "heads": heads}, None, None)]
     same_row = sm.row[None, :] == sm.row[tok][:, None]
     pick = np.where((ok & same_row).any(axis=1), np.argmax(ok & same_row, axis=1), np.argmax(ok, axis=1))
     src = np.where(ok[units, tok], tok, pick)
@@ -482,8 +491,7 @@ def _per_head(case: GoldenCase, sm: PairSamples, rel: Arr, tol: Arr, valid: Arr,
         for f in found:
             where = dict(f.where)
             where["heads"] = [h]
-            out.append(Finding("head" if f.axis in ("gain", "position", "token", "row") else f.axis, f"head {h}: {f.words}",
-                               f.pattern, where, f.measured, f.expected))
+            out.append(Finding("head", f"head {h}: {f.words}", f.pattern, where, f.measured, f.expected))
     return out
 
 
@@ -525,7 +533,9 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     if H > 1:
         agree = np.all(~valid | (np.abs(rel - pooled[:, None, :]) <= SLACK * tol + 1e-12), axis=1) & pvalid
         informative = pvalid & (SLACK * ptol < 0.5)  # where the allowed error is large, any heads agree
-        m.rotation = _frac(agree, informative if informative.sum() >= 0.25 * pvalid.sum() else pvalid)
+        wrong = informative & (valid & ~right).any(axis=1)  # judged where the output deviates: right samples agree anyway
+        base = wrong if wrong.sum() >= 8 else informative if informative.sum() >= 0.25 * pvalid.sum() else pvalid
+        m.rotation = _frac(agree, base)
     else:
         m.rotation = 1.0
     phi = sm.phi()
