@@ -123,7 +123,7 @@ def gain_findings(gain: Arr, tol: Arr, valid: Arr, s: float, units_row: Arr, uni
     vals = gain[bad]
     med = float(np.median(vals))
     same = np.abs(gain - med) <= slack * tol + 1e-9
-    if (valid & same & bad)[valid].mean() >= 0.97:
+    if (valid & same)[valid].mean() >= 0.97:
         return [Finding("gain", _gain_words(med * s, s) + " on every pair and token", "uniform", {"pairs": list(range(n))},
                         {"gain": med * s}, {"gain": s})]
     pairs = np.nonzero(bad.any(axis=0))[0]

@@ -177,6 +177,9 @@ def _choose_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         alt = pair_samples(case, actual, expected, bound, w, s, pm, label)
         if alt is None:
             continue
+        moved = np.abs(alt.zout - alt.zin) > SLACK * alt.tol + 1e-300
+        if _frac(moved, alt.weight > 0) < 0.5:
+            continue  # channels that pass through unchanged conserve their energy too: that is no rotation
         f = _frac(energy_conserved(alt, SLACK), alt.weight > 0)
         if f > best_f + 0.1 and f >= 0.9:
             best, best_f = alt, f
