@@ -237,8 +237,9 @@ def conformal_formula(q: Arr, pooled: Arr, ptol: Arr, valid: Arr, bad_pairs: Arr
     g = np.abs(q)
     with np.errstate(all="ignore"):
         cu, su = q.real / np.where(g > 0, g, 1.0), q.imag / np.where(g > 0, g, 1.0)
-    A = pooled * q
-    tol = slack * ptol * g + 1e-12
+    with np.errstate(all="ignore"):  # ptol is inf (and q may be 0) on uninformative samples
+        A = pooled * q
+        tol = slack * ptol * g + 1e-12
     sel = valid & bad_pairs[None, :] & (slack * ptol < 0.25)  # informative samples only: the basis values must be told apart
     if sel.sum() < 4 or sel.sum() < 0.5 * (valid & bad_pairs[None, :]).sum():
         return []
