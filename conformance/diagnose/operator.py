@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from roperef.frequencies import inv_freq
-from roperef.layout import pair_map
+from roperef.layout import PairMap, pair_map
 
 from ..cases.case import GoldenCase
 from ..error_model.tolerance import Resolved
@@ -177,9 +177,11 @@ def _choose_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         alt = pair_samples(case, actual, expected, bound, w, s, pm, label)
         if alt is None:
             continue
-        moved = np.abs(alt.zout - alt.zin) > SLACK * alt.tol + 1e-300
-        if _frac(moved, alt.weight > 0) < 0.5:
-            continue  # channels that pass through unchanged conserve their energy too: that is no rotation
+        stay = pair_samples(case, actual, expected, bound, w, s, PairMap(pm.out_a, pm.out_b, pm.out_a, pm.out_b), "stay")
+        if stay is not None:  # channels that pass through unchanged conserve their energy too: that is no rotation
+            moved = np.abs(alt.zout - stay.zin) > SLACK * alt.tol + 1e-300
+            if _frac(moved, alt.weight > 0) < 0.5:
+                continue
         f = _frac(energy_conserved(alt, SLACK), alt.weight > 0)
         if f > best_f + 0.1 and f >= 0.9:
             best, best_f = alt, f
@@ -195,9 +197,23 @@ def _choose_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         k = np.nonzero(src != np.arange(src.size))[0]
         out.append(Finding("channel", f"channel map: {words} (output pairs {ranges(k)})", pattern, {"pairs": [int(v) for v in k]},
                            {"source_pair": [int(v) for v in src]}, {"source_pair": list(range(src.size))}))
-        sm2 = PairSamples(**{**sm.__dict__, "zin": sm.zin[..., src], "weight": sm.weight[..., src], "label": "permuted"})
+        # written to the wrong place (output pair k is pair src[k] rotated by its own angle) or read from the wrong
+        # place (output pair k rotates input pair src[k] by pair k's angle): the relabelling that leaves more right
+        inv = np.argsort(src)
+        wrote = PairSamples(**{**sm.__dict__, "zout": sm.zout[..., inv], "label": "output pairs permuted"})
+        read = PairSamples(**{**sm.__dict__, "zin": sm.zin[..., src], "weight": sm.weight[..., src], "label": "input pairs permuted"})
+        sm2 = wrote if _right_frac(wrote) >= _right_frac(read) else read
+        how = (" and rotated by its source pair's angle (written to the wrong place)" if sm2 is wrote
+               else " and rotated by the output pair's angle (read from the wrong place)")
+        out[-1] = replace(out[-1], words=out[-1].words + how)
         return sm2, out
     return sm, out
+
+
+def _right_frac(sm: PairSamples) -> float:
+    rel, tol = sm.rel()
+    valid = np.isfinite(rel) & np.isfinite(tol)
+    return _frac(np.abs(rel - 1.0) <= SLACK * tol, valid)
 
 
 def _pair_permutation(sm: PairSamples) -> tuple[Arr, str, str] | None:
@@ -215,11 +231,14 @@ def _pair_permutation(sm: PairSamples) -> tuple[Arr, str, str] | None:
         with np.errstate(all="ignore"):
             ratio = eout[:, k][:, None] / ein  # [S, n]
             med = np.median(ratio, axis=0)
-            ok = np.all(np.abs(ratio - med[None, :]) <= SLACK * tol[:, k][:, None] / ein + 1e-12, axis=0) & (med > 0)
-        hits = np.nonzero(ok)[0]
-        if hits.size != 1:
+            # the bound is the output pair's, the energy the source pair's: both pairs' bounds allowed
+            dev = np.max(np.abs(ratio - med[None, :]) / (SLACK * (tol[:, k][:, None] + tol) / ein + 1e-12), axis=0)  # [n]
+        dev = np.where((med > 0) & np.isfinite(dev), dev, np.inf)
+        order = np.argsort(dev)
+        best, second = dev[order[0]], dev[order[1]] if n > 1 else np.inf
+        if not (best <= 2.0 and second > max(8.0 * best, 2.0)):  # within twice the bound, clearly apart from the rest
             return None
-        src[k] = hits[0]
+        src[k] = order[0]
     j = np.arange(n)
     if np.array_equal(src, j) or np.unique(src).size != n:
         return None
