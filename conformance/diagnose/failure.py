@@ -41,7 +41,7 @@ from .declaration import declaration_hints
 from .findings import Finding
 from .likely_bug import diagnose
 from .operator import measure_operator
-from .precision import MAX_FACTOR, ROUNDING_CLASSES, PrecisionVerdict, precision_verdict
+from .precision import MAX_FACTOR, ROUNDING_CLASSES, PrecisionVerdict, precision_verdict, shift_like_growth
 from .probe import ProbeResult
 from .samples import case_seq_len
 from .separate import separating_case
@@ -303,6 +303,16 @@ def precision_note(pv: PrecisionVerdict) -> str:
     return f"precision mechanism {pv.mechanism}" + (f" (passes with {' or '.join(pv.passes_with)})" if pv.passes_with else "")
 
 
+def _ambiguous(diag: dict[str, Any], named: str, weak: PrecisionVerdict) -> None:
+    """Neither the decoy ``named`` nor the precision mechanism ``weak`` is named: on this case they are the same output."""
+    cand = next(c for c in diag["candidates"] if c["name"] == named)
+    diag["match"], diag["matches"] = None, []
+    diag["ambiguous"] = {"class": named, "measured": weak.mechanism}
+    diag["summary"] = (f"likely cause, one of: {cand['words']} ({named}, budget {cand['budget']:.3g}); or a precision "
+                       f"mechanism, {weak.mechanism} ({weak.words.split(': ', 1)[-1]}): on these positions they give "
+                       "the same output; a case at smaller positions tells them apart")
+
+
 def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, r: Resolved,
                     exp: Mapping[str, np.ndarray], bnd: Mapping[str, np.ndarray], out_dtype: Any, fail_budget: float, *,
                     diagnose: bool = True, probe: Prober | None = None) -> tuple[str, dict[str, Any] | None, str]:
@@ -320,17 +330,19 @@ def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
             weak = precision_verdict(case, outputs, exp, bnd, r, caps, fail_budget, attention_divisor(case, caps), hints,
                                      verify_growth=False)
             if weak is not None and not _exposes(diag["match"], case, caps):
-                named = diag["match"]
-                cand = next(c for c in diag["candidates"] if c["name"] == named)
-                diag["match"] = None
-                diag["ambiguous"] = {"class": named, "measured": weak.mechanism}
-                diag["summary"] = (f"likely cause, one of: {cand['words']} ({named}, budget {cand['budget']:.3g}); or a precision "
-                                   f"mechanism, {weak.mechanism} ({weak.words.split(': ', 1)[-1]}): on these positions they give "
-                                   "the same output; a case at smaller positions tells them apart")
+                _ambiguous(diag, diag["match"], weak)
         return "FAIL", diag, ""
     matched = [c for c in diag.get("candidates", []) if c["name"] in (diag.get("matches") or [])]
     shown = [c for c in matched if _exposes(c["name"], case, caps)]
     clearly = [c for c in matched if c["name"] not in ROUNDING_CLASSES and c["budget"] <= 0.5 * pv.model_budget]
+    if not shown and clearly and clearly[0]["name"] == "positions:shifted":
+        # a uniform relative angle error eps at positions near P is a shift of eps P on every pair: where the shift
+        # fits as well as an angle growth does, the two cannot be told apart on this case
+        weak = shift_like_growth(case, outputs, exp, bnd, r, caps, attention_divisor(case, caps), hints)
+        if weak is not None:
+            diag["precision"] = None
+            _ambiguous(diag, "positions:shifted", weak)
+            return "FAIL", diag, ""
     if shown or clearly:
         c = (shown or clearly)[0]
         why = "the catalogue's rule says this case exposes it as a bug" if shown else "it reproduces the output clearly better"
