@@ -236,3 +236,16 @@ def test_an_angle_error_growing_with_the_angle_is_imprecise_or_said_to_be_ambigu
         assert r.status in ("FAIL", "IMPRECISE") and r.diagnosis["match"] is None, r.id
         if r.status == "FAIL":
             assert "one of" in r.diagnosis["summary"] and "angle-growth" in r.diagnosis["summary"]
+
+
+def test_a_group_probe_also_unnames_a_decoy_that_fits_clearly_better_than_a_precision_mechanism():
+    """Positions near 2^31 with a counter ~4900 positions on: a frequency drift is within its bound, a position shift
+    clearly better. The group's probe (a first case near 4096, where a repeated call differs) found state: the FAIL
+    near 2^31 does not name the shift either."""
+    engine = UnlistedEngine(bug="position-counter")
+    engine.state["counter"] = 4500  # ~4900 at the case near 2^31: more than an angle growth within its bound gives
+    cases = [_case(("forward", "default", "half", "float64", s)) for s in ("near4096", "top2p31")]
+    first, far = run_cases(engine, cases, RunOptions()).results
+    assert far.status == "FAIL" and far.diagnosis["probe"]["reused"], far.diagnosis["probe"]
+    assert any(f["axis"] == "state" and f["probe"] for f in far.diagnosis["findings"]), far.diagnosis["findings"]
+    assert far.diagnosis["match"] is None

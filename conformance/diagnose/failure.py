@@ -346,6 +346,10 @@ def failure_verdict(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
     if shown or clearly:
         c = (shown or clearly)[0]
         why = "the catalogue's rule says this case exposes it as a bug" if shown else "it reproduces the output clearly better"
+        if probe is not None:  # a FAIL after all: probed like any other (state, dependence may still unname the decoy)
+            diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype, probe=probe, precision=None, hints=hints)
+            if diag.get("match") != c["name"]:
+                return "FAIL", diag, ""
         diag["precision"] = None
         diag["summary"] += (f" (a precision mechanism, {pv.mechanism}, also reproduces it with budget {pv.model_budget:.3g}, but decoy "
                             f"{c['name']} matches and {why}: a FAIL)")
