@@ -11,9 +11,12 @@ Usage::
    + materializing (``roperef.fast``) + judging a generated case, on the built-in backend.
 3. *The shape sweep*: the generated cases planned, materialized and judged with and without the
    sweep (``plan_cases(shapes=False)``), their ratio and the sweep's size.
-4. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``) on the
-   default case set (smoke goldens + their generated cases), with and without diagnosis: the time
-   diagnosis adds per FAIL and in total.
+4. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``, catalogue
+   classes, and ``tests/unlisted_bug_engines.py``, bugs nobody listed) on the default case set (smoke
+   goldens + their generated cases), with and without diagnosis: the time diagnosis adds per FAIL
+   (mean and worst, case by case: the same case's time without diagnosis subtracted; the measured
+   operator, probing and the decoys included) and in total, and the extra backend calls probing made
+   per failing group.
 
 Run from the repository root with ``PYTHONPATH=.`` (it imports ``tests/bug_engines.py``). Numbers
 are a report, never an assertion; the machine's load average is printed with them.
@@ -32,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUGS = ("positions-bf16", "llama3-bands-swapped", "tables-bf16", "dynamic-static", "offsets-ignored",
         "direction-reversed", "yarn-ramp-2j", "theta-default")
+UNLISTED = ("modulo-2048", "transposed-layout", "freq-mirrored", "sign-one-half", "head0-only", "output-pairs-mirrored",
+            "position-counter", "ggml-theta-scale")
 
 
 def _wall(args: list[str], repeat: int) -> float:
@@ -107,24 +112,39 @@ def diagnosis(quick: bool) -> None:
     from conformance.generated.plan import materialize_all, plan_cases
     from conformance.judge.runner import RunOptions, run_cases
     from judge_cases import smoke_cases
+    from unlisted_bug_engines import UnlistedEngine
 
     base = list(smoke_cases()) + materialize_all(plan_cases(BugEngine()).cases)
     cases = base[::4] if quick else base
     total_on = total_off = 0.0
+    per_fail: list[float] = []
+    calls = groups = 0
     n_fail = 0
-    for bug in BUGS[:3] if quick else BUGS:
-        e = BugEngine(bug=bug)
-        off = run_cases(e, cases, RunOptions(diagnose=False))
-        on = run_cases(BugEngine(bug=bug), cases, RunOptions())
-        fails = sum(r.status == "FAIL" for r in on.results)
+    engines = [("catalogue", b, lambda b=b: BugEngine(bug=b)) for b in (BUGS[:3] if quick else BUGS)]
+    engines += [("unlisted", b, lambda b=b: UnlistedEngine(bug=b)) for b in (UNLISTED[:3] if quick else UNLISTED)]
+    for kind, bug, make in engines:
+        off = run_cases(make(), cases, RunOptions(diagnose=False))
+        on = run_cases(make(), cases, RunOptions())
+        t_off = {r.id: r.seconds for r in off.results}
+        bad = [r for r in on.results if r.status in ("FAIL", "IMPRECISE")]
+        fails = len(bad)
         named = sum(r.status == "FAIL" and bool((r.diagnosis or {}).get("matches")) for r in on.results)
+        ms = [1000 * max(r.seconds - t_off.get(r.id, 0.0), 0.0) for r in bad]
+        per_fail += ms
         n_fail += fails
+        calls += on.probe_calls
+        groups += on.probe_groups
         total_on += on.seconds
         total_off += off.seconds
         extra = on.seconds - off.seconds
-        print(f"  {bug:<24} {len(cases)} cases, {fails:>3} FAIL ({named} named): {off.seconds:6.2f} s without, "
-              f"{on.seconds:6.2f} s with diagnosis (+{extra:.2f} s, {1000 * extra / max(fails, 1):.0f} ms per FAIL)")
-    print(f"  all: +{total_on - total_off:.1f} s for {n_fail} FAILs = {1000 * (total_on - total_off) / max(n_fail, 1):.0f} ms per FAIL")
+        worst = f", worst {max(ms):.0f} ms" if ms else ""
+        print(f"  {kind:<9} {bug:<24} {len(cases)} cases, {fails:>3} FAIL/IMPRECISE ({named} named): {off.seconds:6.2f} s without, "
+              f"{on.seconds:6.2f} s with diagnosis (+{extra:.2f} s, {1000 * extra / max(fails, 1):.0f} ms per FAIL{worst}); "
+              f"probing {on.probe_calls} calls for {on.probe_groups} failing groups")
+    mean = statistics.mean(per_fail) if per_fail else 0.0
+    print(f"  all: +{total_on - total_off:.1f} s for {n_fail} FAILs; per FAIL {mean:.0f} ms mean, "
+          f"{max(per_fail, default=0.0):.0f} ms worst (median {statistics.median(per_fail) if per_fail else 0.0:.0f} ms); "
+          f"probing {calls} extra calls for {groups} failing groups = {calls / max(groups, 1):.2f} per group (at most 5)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,10 +3,11 @@
 ==================  ====  ============================================================
 name                code  meaning
 ==================  ====  ============================================================
-``OK``              0     cases were judged and all passed (XFAIL, XPASS allowed);
-                          ``roperef spec``: printed, or ``--against`` agreed on every item
-``FAILED``          1     at least one FAIL or ERROR (``golden verify``/``audit``: a problem;
-                          ``spec --against``: an item DIFFERs)
+``OK``              0     cases were judged and all passed (XFAIL, XPASS allowed; IMPRECISE
+                          allowed unless ``--fail-imprecise``); ``roperef spec``: printed, or
+                          ``--against`` agreed on every item
+``FAILED``          1     at least one FAIL or ERROR, or IMPRECISE with ``--fail-imprecise``
+                          (``golden verify``/``audit``: a problem; ``spec --against``: an item DIFFERs)
 ``USAGE``           2     usage or input error: bad flag, argument, file, config value or
                           golden directory (one line on stderr)
 ``NOTHING_JUDGED``  3     nothing was judged (every case NOT_SUPPORTED; ``spec --against``

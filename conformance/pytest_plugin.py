@@ -2,7 +2,7 @@
 
     pytest --rope-backend mypkg.mod:Backend [--rope-filter PAT] [--rope-tier smoke|full]
            [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR]
-           [--rope-xfail FILE | --rope-no-xfail] [--rope-goldens-only]
+           [--rope-xfail FILE | --rope-no-xfail] [--rope-goldens-only] [--rope-no-probe] [--rope-fail-imprecise]
 
 The items are the cases ``roperef check --backend ...`` judges with the same options: the golden
 cases plus the cases generated for the backend's interface
@@ -11,8 +11,9 @@ with a built-in backend's shipped list of known discrepancies applied unless ``-
 Without ``--rope-backend`` the plugin adds no item and its header is one line (versions and
 ``ROPEREF_*`` variables). Items are named by case id; FAIL/ERROR fail with the mismatch
 fraction, the worst elements (index, position, actual, expected, bound), the diagnosis and the
-repro command; NOT_SUPPORTED is a skip, XFAIL an xfail. A session whose conformance items all
-ran and judged nothing (every one NOT_SUPPORTED) fails, as ``roperef check`` exits 3. The report
+repro command; NOT_SUPPORTED is a skip, XFAIL an xfail, IMPRECISE a pass with a
+:class:`RopeImpreciseWarning` (a failure with ``--rope-fail-imprecise``). A session whose conformance
+items all ran and judged nothing (every one NOT_SUPPORTED) fails, as ``roperef check`` exits 3. The report
 header (like array-api-tests') names the backend, library versions, dtypes, profile, golden set
 hash and ``ROPEREF_*`` variables (:mod:`conformance.report.header`). Importing this module is cheap (no NumPy).
 
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header", "pytest_collection_modifyitems", "RopeCaseItem",
-           "pytest_sessionfinish", "pytest_terminal_summary"]
+           "pytest_sessionfinish", "pytest_terminal_summary", "RopeImpreciseWarning"]
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -43,6 +44,14 @@ def pytest_addoption(parser: Any) -> None:
                     help="judge a built-in backend without its shipped list of known discrepancies")
     group.addoption("--rope-goldens-only", action="store_true", default=False,
                     help="the golden cases only (no cases generated for the backend's interface)")
+    group.addoption("--rope-no-probe", action="store_true", default=False,
+                    help="diagnose failures from their own data only (never call the backend again with designed inputs)")
+    group.addoption("--rope-fail-imprecise", action="store_true", default=False,
+                    help="IMPRECISE cases (a precision mechanism within 8x the bound) fail instead of warning")
+
+
+class RopeImpreciseWarning(UserWarning):
+    """A case over its bound by a small factor that a precision mechanism reproduces (status IMPRECISE)."""
 
 
 class RopeFailure(Exception):
@@ -59,16 +68,23 @@ class RopeCaseItem(pytest.Item):
 
         st = self.state
         res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
-                      RunOptions(xfail=st["xfail"], repro=st["repro"]))
+                      RunOptions(xfail=st["xfail"], repro=st["repro"], probe=not st["no_probe"],
+                                 fail_imprecise=st["fail_imprecise"]), st["probes"])
         st["statuses"][self.case.id] = res.status
         if res.status == "NOT_SUPPORTED":
             pytest.skip(f"NOT_SUPPORTED: {res.message}")
         if res.status == "XFAIL":
             pytest.xfail(f"{res.xfail_reason} ({res.message})")
-        if res.status in ("FAIL", "ERROR"):
+        if res.status in ("FAIL", "ERROR") or (res.status == "IMPRECISE" and st["fail_imprecise"]):
             from .report.failure_text import failure_text
 
             raise RopeFailure(failure_text(res))
+        if res.status == "IMPRECISE":
+            import warnings
+
+            from .report.failure_text import failure_text
+
+            warnings.warn(RopeImpreciseWarning(failure_text(res)), stacklevel=1)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, RopeFailure):
@@ -92,6 +108,7 @@ def _load_state(config: Any) -> dict[str, Any]:
     import shlex
 
     from .backends.resolve import BackendError, resolve_backend
+    from .diagnose.probe import ProbeBook
     from .error_model.tolerance import default_profile_name, get_profile
     from .golden.case_source import user_case_source
     from .judge.check_sources import check_cases
@@ -113,8 +130,10 @@ def _load_state(config: Any) -> dict[str, Any]:
         xfail = choose_xfail(config.getoption("--rope-xfail"), not config.getoption("--rope-no-xfail"), backend, selector)
     except (BackendError, UsageError, ValueError, TypeError) as exc:
         raise pytest.UsageError(f"roperef: {exc}") from None
+    no_probe, fail_imprecise = bool(config.getoption("--rope-no-probe")), bool(config.getoption("--rope-fail-imprecise"))
     return {
         "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source, "statuses": {},
+        "no_probe": no_probe, "fail_imprecise": fail_imprecise, "probes": ProbeBook(enabled=not no_probe),
         "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, *(["--rope-cases", own] if own else []),
                                           "--rope-filter", case.id]),
     }

@@ -148,9 +148,10 @@ PRECISION_IDS = [
 
 
 def test_discrepancy_precision_is_the_float32_running_product(ggml_backend):
-    """docs/backends-ggml.md (3): a float32 model of ggml's arithmetic FAILs these cases with ggml's own
-    budgets, and the same model with each angle rounded once passes: the cause is theta_scale^i as a running
-    float32 product (the angle's relative error grows with the pair index)."""
+    """docs/backends-ggml.md (3): ggml and a float32 model of its arithmetic are IMPRECISE on these cases with
+    the same budgets (the judge's precision verdict, frequency-drift), and the same model with each angle rounded
+    once passes: the cause is theta_scale^i as a running float32 product (the angle's relative error grows with
+    the pair index)."""
     from conformance.golden.case_source import load_cases
     from ggml_model import GgmlModel, GgmlModelRoundedOnce
 
@@ -161,7 +162,8 @@ def test_discrepancy_precision_is_the_float32_running_product(ggml_backend):
     model = {r.id: r for r in run_cases(GgmlModel(), cases, opts).results}
     once = {r.id: r for r in run_cases(GgmlModelRoundedOnce(), cases, opts).results}
     for cid in PRECISION_IDS:
-        assert real[cid].status == "FAIL" and model[cid].status == "FAIL", (cid, real[cid].message, model[cid].message)
+        assert real[cid].status == "IMPRECISE" and model[cid].status == "IMPRECISE", (cid, real[cid].message, model[cid].message)
+        assert "frequency-drift" in real[cid].message and "frequency-drift" in model[cid].message
         b_real, b_model = real[cid].metrics.budget_used, model[cid].metrics.budget_used
         assert 1 < b_real < 3 and abs(b_model - b_real) <= 0.02 * b_real, (cid, b_real, b_model)
         assert once[cid].status == "PASS" and once[cid].metrics.budget_used < 0.5, (cid, once[cid].message)
@@ -177,4 +179,5 @@ def test_plain_run_with_the_shipped_list_fails_nothing_new_and_no_entry_is_stale
     report = run_cases(ggml_backend, source.cases, RunOptions(xfail=listed, diagnose=False))
     assert not [(r.id, r.message) for r in report.results if r.status in ("FAIL", "ERROR", "XPASS")]
     assert not report.stale_xfails, report.stale_xfails
-    assert sum(r.status == "PASS" for r in report.results) >= 100 and sum(r.status == "XFAIL" for r in report.results) >= 20
+    assert sum(r.status == "PASS" for r in report.results) >= 100 and sum(r.status == "XFAIL" for r in report.results) >= 5
+    assert sum(r.status == "IMPRECISE" for r in report.results) >= 15 and report.ok  # precision: a warning, not a failure

@@ -1,9 +1,15 @@
 """``roperef check``: judge a backend (or a foreign program's output files) against the golden vectors.
 
 Exit codes (:class:`conformance.exit_codes.ExitCode`): 0 cases were judged and every one passed
-(XFAIL and XPASS do not fail a run), 1 any FAIL or ERROR, 2 a usage or input error (one line
-on stderr, no traceback), 3 nothing was judged (every selected case NOT_SUPPORTED),
-130 interrupted by Ctrl-C (the partial report is still printed and written, marked interrupted).
+(XFAIL and XPASS do not fail a run, nor does IMPRECISE unless --fail-imprecise), 1 any FAIL or
+ERROR (or IMPRECISE with --fail-imprecise), 2 a usage or input error (one line on stderr, no
+traceback), 3 nothing was judged (every selected case NOT_SUPPORTED), 130 interrupted by Ctrl-C
+(the partial report is still printed and written, marked interrupted).
+
+IMPRECISE: a case over its bound by at most 8x whose output a precision mechanism reproduces
+(frequencies drifting with the pair index as in ggml, an angle error growing with the angle,
+rounding coarser than declared): the meaning is right, the precision below the declaration; the
+report names the mechanism and the --tol constants or declaration under which it would pass.
 """
 
 from __future__ import annotations
@@ -72,7 +78,12 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML")
     p.add_argument("--markdown", default=None, metavar="FILE", help="write a Markdown report")
     p.add_argument("--plot", default=None, metavar="DIR", help="PNG of error/bound vs position for failing and near-failing cases (needs matplotlib)")
-    p.add_argument("--no-diagnose", action="store_true", help="skip the decoy diagnosis of failures")
+    p.add_argument("--no-diagnose", action="store_true", help="skip the diagnosis of failures (decoys, measured operator, probing)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="diagnose failures from their own data only: never call the backend again with designed inputs "
+                        "(by default the first FAIL of each group of cases sharing stage, spec, dtype and shape costs up to 5 extra calls)")
+    p.add_argument("--fail-imprecise", action="store_true",
+                   help="count IMPRECISE cases (within 8x the bound, reproduced by a precision mechanism) as failing: exit 1")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--goldens-only", action="store_true", help="judge the golden cases only (no cases generated for the backend's interface)")
     which.add_argument("--generated-only", action="store_true", help="judge only the cases generated for the backend's interface")
@@ -235,7 +246,7 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
 
     if mode is not None:
         options = RunOptions(profile=profile, timeout=args.timeout, isolate=args.isolate, xfail=xfail,
-                             diagnose=not args.no_diagnose)
+                             diagnose=not args.no_diagnose, probe=not args.no_probe, fail_imprecise=args.fail_imprecise)
         report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress)
         _write_reports(args, report, info)
         return int(code)
@@ -253,7 +264,8 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
     options = RunOptions(
         profile=profile, timeout=timeout, isolate=isolate, jobs=jobs, xfail=xfail,
-        diagnose=not args.no_diagnose, repro=_repro(args, label), stop=stop,
+        diagnose=not args.no_diagnose, repro=_repro(args, label), stop=stop, probe=not args.no_probe,
+        fail_imprecise=args.fail_imprecise,
     )
     bar = Progress(len(source.cases))
     try:
@@ -268,7 +280,7 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         report.stale_xfails = [e for e in report.stale_xfails if e["why"] != "matches no selected case"]
     golden_info = source.info
     if args.quiet:
-        problems = [r for r in report.results if r.status in ("FAIL", "ERROR")]
+        problems = [r for r in report.results if r.status in ("FAIL", "ERROR", "IMPRECISE")]
         for r in problems:
             print(rep.failure_line(r))
         if report.coverage:

@@ -9,8 +9,10 @@ the precision the backend declared (:mod:`conformance.bugs.decoy`). Then:
 - several: a tie, "one of: A, B", with a case that would separate them when one is found
   (:mod:`conformance.diagnose.separate`); a parametric decoy that reproduces a fixed one is dropped
   from the tie (the fixed one is the more specific name);
-- none: the closest guess, and the inverse diagnosis (:mod:`conformance.diagnose.inverse`) in words:
-  effective frequencies, positions and gain, for bugs no decoy anticipates.
+- none: no class is named (never a "closest" guess); the summary says what the output measures
+  (``measured``: the operator's description, :mod:`conformance.diagnose.operator`; without it, the
+  inverse diagnosis of :mod:`conformance.diagnose.inverse` in words). The best non-matching decoys stay
+  in ``candidates`` as data.
 
 NaN/inf outputs get their own words (:mod:`conformance.diagnose.nonfinite`); declaration hints
 (:mod:`conformance.diagnose.declaration`) are added by the caller. Decoys that equal the correct output
@@ -104,13 +106,15 @@ def diagnose(
     divisor: float = 1.0,
     hints: Sequence[str] = (),
     separate: Callable[[GoldenCase, Sequence[Candidate], Resolved], dict[str, str] | None] | None = None,
+    measured: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The diagnosis of one failing case (a JSON-ready dict; ``summary`` is the sentence for humans).
 
     Keys: ``match`` (class id or None), ``matches`` (the tie group), ``summary``, ``candidates``
     (up to 5 ``{name, words, budget, section[, param]}``, best first), ``runner_up``,
     ``separate`` (``{case, why}`` or None), ``inverse`` (words and effective quantities),
-    ``nonfinite`` (words or None), ``hints`` (declaration hints).
+    ``nonfinite`` (words or None), ``hints`` (declaration hints). ``measured``: words describing the
+    measured operator, said instead of the inverse diagnosis's when no class matches.
     """
     expected = expected or {k: np.asarray(v, dtype=np.float64) for k, v in case.expected().items()}
     with np.errstate(all="ignore"):
@@ -130,7 +134,7 @@ def diagnose(
             sep = separate(case, group, r)
         except (ValueError, TypeError, KeyError, IndexError):
             sep = None
-    inv_words = "; ".join(inverse.get("words", []))
+    inv_words = "; ".join(measured if measured is not None else inverse.get("words", []))
     if len(group) == 1:
         best = group[0]
         summary = f"likely cause: {best.decoy.words} (matches decoy {best.cls.id} within tolerance, budget {best.budget:.3g})"
@@ -139,13 +143,9 @@ def diagnose(
         summary = "likely cause, one of: " + "; ".join(_words(c) for c in group) + " (they give the same output on this case"
         summary += f"; {sep['why']}: {sep['case']})" if sep else ")"
         match = group[0].cls.id
-    elif cands:
-        summary = f"no known bug pattern matches; closest: {_words(cands[0])}"
-        if inv_words:
-            summary += f". The output itself says: {inv_words}"
-        match = None
     else:
-        summary = "no known bug pattern applies to this case" + (f". The output itself says: {inv_words}" if inv_words else "")
+        summary = ("no known bug pattern matches" if cands else "no known bug pattern applies to this case")
+        summary += f". The output itself says: {inv_words}" if inv_words else ""
         match = None
     if runner is not None and group:
         summary += f"; runner-up: {runner.cls.id} (budget {runner.budget:.3g})"

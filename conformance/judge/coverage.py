@@ -34,7 +34,7 @@ from .shape_coverage import shape_coverage
 
 __all__ = ["coverage", "JUDGED"]
 
-JUDGED = frozenset({"PASS", "FAIL", "XFAIL", "XPASS"})
+JUDGED = frozenset({"PASS", "FAIL", "IMPRECISE", "XFAIL", "XPASS"})
 
 
 def _budget(r: Any) -> float | None:

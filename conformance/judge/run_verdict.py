@@ -1,8 +1,11 @@
 """The exit code of a judged run (``roperef check``), and the one line that explains a run that judged nothing.
 
 Order of precedence: an interrupted run is ``INTERRUPTED`` (130) whatever it found so far; any
-FAIL or ERROR is ``FAILED`` (1); a run in which every case was NOT_SUPPORTED is
-``NOTHING_JUDGED`` (3), never 0; otherwise ``OK`` (0).
+FAIL or ERROR is ``FAILED`` (1), and so is any IMPRECISE when the run was asked to fail on them
+(``RunOptions.fail_imprecise``, ``--fail-imprecise``); a run in which every case was NOT_SUPPORTED
+is ``NOTHING_JUDGED`` (3), never 0; otherwise ``OK`` (0): IMPRECISE cases (within a small factor of
+their bound, reproduced by a precision mechanism) are reported as warnings, in the spirit of the
+Khronos conformance tests' QualityWarning, and do not fail the run by default.
 """
 
 from __future__ import annotations

@@ -4,8 +4,11 @@ For every case: ``supports(case)`` (a reason -> NOT_SUPPORTED), the stage call o
 of the inputs in the case dtype (an exception, a timeout or a crash -> ERROR), checks of
 what came back (not arrays, wrong shape, non-float dtype or less precise than the
 case dtype, NaN/Inf where the golden value is finite, an input modified in place -> FAIL),
-then the tolerance model (:mod:`conformance.error_model.tolerance`) and, on a FAIL, the diagnosis
-(:mod:`conformance.diagnose.likely_bug`). Expected failures (:mod:`conformance.judge.xfail`) turn FAIL/ERROR
+then the tolerance model (:mod:`conformance.error_model.tolerance`) and, over the bound, the verdict and
+diagnosis of :mod:`conformance.diagnose.failure`: IMPRECISE when a precision mechanism within a small
+factor of the bound reproduces the output (it does not fail the run unless ``fail_imprecise``), else FAIL
+with the measured operator (probing the backend once per failing group, :mod:`conformance.diagnose.probe`)
+and the catalogue's decoys. Expected failures (:mod:`conformance.judge.xfail`) turn FAIL/ERROR/IMPRECISE
 into XFAIL and PASS into XPASS. The run always goes on.
 
 Backend code never runs in the runner's own thread: in process, every call goes through a
@@ -40,7 +43,8 @@ from ..calls.isolate import Worker
 from ..calls.memory import form_parts
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
 from ..cases.case import GoldenCase
-from ..diagnose.failure import explain_failure
+from ..diagnose.failure import failure_verdict
+from ..diagnose.probe import ProbeBook
 from ..error_model.expected import expected_and_bounds
 from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
 from ..interrupt import POLL_S, StopFlag
@@ -50,10 +54,13 @@ from .xfail import XfailList
 __all__ = [
     "STATUSES", "FAILING", "CaseResult", "RunOptions", "RunReport", "run_cases", "run_one", "open_caller", "call_stage",
     "judge_case", "judge_parts", "modified_message", "stage_order", "effective_jobs", "StageError", "DEFAULT_TIMEOUT_S", "InProcess",
+    "IMPRECISE", "ProbeBook",
 ]
 
-STATUSES = ("PASS", "FAIL", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
+STATUSES = ("PASS", "FAIL", "IMPRECISE", "NOT_SUPPORTED", "XFAIL", "XPASS", "ERROR")
 FAILING = frozenset({"FAIL", "ERROR"})
+#: over the bound but within a small factor, by a precision mechanism (counts as failing with ``fail_imprecise``)
+IMPRECISE = "IMPRECISE"
 
 _PRECISION = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
 
@@ -98,8 +105,9 @@ class CaseResult:
 class RunOptions:
     """How to run: tolerance profile (None: by the backend's angle dtype), time limit per backend
     call in seconds (None: no limit), isolation, parallel jobs (capped by the core count), expected
-    failures, whether to diagnose, how to print a repro, the stop flag (Ctrl-C) and how many
-    time-outs in a row mean the backend is hung (0: never give up)."""
+    failures, whether to diagnose, how to print a repro, the stop flag (Ctrl-C), how many
+    time-outs in a row mean the backend is hung (0: never give up), whether a FAIL's diagnosis may
+    call the backend again with designed inputs (``probe``), and whether IMPRECISE fails the run."""
 
     profile: str | Profile | None = None
     tolerance_overrides: Sequence[str] = ()
@@ -111,6 +119,8 @@ class RunOptions:
     repro: Callable[[GoldenCase], str] | None = None
     stop: StopFlag | None = None
     max_consecutive_timeouts: int = 3
+    probe: bool = True
+    fail_imprecise: bool = False
 
 
 @dataclass
@@ -131,6 +141,9 @@ class RunReport:
     #: the expected-failure list applied (its file), None when none was
     xfail_source: str | None = None
     verdict: dict[str, Any] | None = None  # conformance.judge.verdict, the run-level diagnosis
+    fail_imprecise: bool = False  # IMPRECISE counts as failing (RunOptions.fail_imprecise)
+    probe_calls: int = 0  # extra backend calls made by probing failing groups
+    probe_groups: int = 0  # failing groups probed
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -140,7 +153,8 @@ class RunReport:
 
     @property
     def ok(self) -> bool:
-        return not any(r.status in FAILING for r in self.results)
+        failing = FAILING | {IMPRECISE} if self.fail_imprecise else FAILING
+        return not any(r.status in failing for r in self.results)
 
     @property
     def judged(self) -> int:
@@ -241,8 +255,9 @@ class Judged:
 
 
 def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, profile: Profile, *,
-               modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
-    """PASS/FAIL for outputs already obtained (also used by the file protocol)."""
+               modified: Sequence[str] = (), diagnose: bool = True, probe: Any = None) -> Judged:
+    """PASS/FAIL/IMPRECISE for outputs already obtained (also used by the file protocol); ``probe``: a
+    :data:`conformance.diagnose.failure.Prober` (None: the data-only diagnosis)."""
     problem = check_outputs(case, outputs)
     if problem and "non-finite" not in problem:
         return Judged("FAIL", problem)
@@ -263,13 +278,17 @@ def judge_case(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: Any, p
         f"{metrics.n_over}/{metrics.n_elements} elements over the bound; worst |err|={w.get('error', math.nan):.3g} "
         f"> bound {w.get('bound', math.nan):.3g} (budget {metrics.budget_used:.3g}) at {w.get('output')}[{where}]"
     )
-    diag = None
-    if diagnose:
-        try:
-            diag = explain_failure(case, outputs, caps, profile, r, exp, bnd, out_dtype)
-        except Exception as exc:
+    status, diag = "FAIL", None
+    try:
+        status, diag, note = failure_verdict(case, outputs, caps, profile, r, exp, bnd, out_dtype,
+                                             math.inf if problem else metrics.budget_used, diagnose=diagnose, probe=probe)
+        msg += f"; {note}" if note else ""
+    except Interrupted:
+        raise
+    except Exception as exc:
+        if diagnose:
             diag = {"summary": f"diagnosis failed: {type(exc).__name__}: {exc}", "match": None, "candidates": []}
-    return Judged("FAIL", msg, metrics, r, diag)
+    return Judged(status, msg, metrics, r, diag)
 
 
 def modified_message(modified: Sequence[str]) -> str:
@@ -288,12 +307,14 @@ def _form_parts(case: GoldenCase, raw: Any) -> list[tuple[str, GoldenCase, Any]]
 
 
 def judge_parts(parts: Sequence[tuple[str, GoldenCase, Mapping[str, np.ndarray]]], caps: Any, profile: Profile, *,
-                modified: Sequence[str] = (), diagnose: bool = True) -> Judged:
+                modified: Sequence[str] = (), diagnose: bool = True, probe: Any = None) -> Judged:
     """:func:`judge_case` over the parts of one result (q and k of a q+k call; one part otherwise): FAIL
-    when any part fails (the message names the part: ``k: ...``), the metrics of the worst part."""
+    when any part fails (the message names the part: ``k: ...``), IMPRECISE when every part that is not
+    PASS is IMPRECISE, the metrics of the worst part. ``probe`` serves a one-part result only (a probe
+    call changes one input tensor; a q+k call's parts are diagnosed from the data)."""
     if len(parts) == 1:
         _, sub, out = parts[0]
-        return judge_case(sub, out, caps, profile, modified=modified, diagnose=diagnose)
+        return judge_case(sub, out, caps, profile, modified=modified, diagnose=diagnose, probe=probe)
     judged = [(label, judge_case(sub, out, caps, profile, diagnose=diagnose)) for label, sub, out in parts]
     worst = max(judged, key=lambda lj: lj[1].metrics.budget_used if lj[1].metrics is not None else math.inf)[1]
     failing = [(label, j) for label, j in judged if j.status != "PASS"]
@@ -301,8 +322,9 @@ def judge_parts(parts: Sequence[tuple[str, GoldenCase, Mapping[str, np.ndarray]]
         return Judged("FAIL", modified_message(modified), worst.metrics, worst.tolerance)
     if not failing:
         return Judged("PASS", "; ".join(f"{label}: {j.message}" for label, j in judged), worst.metrics, worst.tolerance)
-    first = failing[0][1]
-    return Judged("FAIL", "; ".join(f"{label}: {j.message}" for label, j in failing), first.metrics, first.tolerance,
+    first = next((j for _, j in failing if j.status != IMPRECISE), failing[0][1])
+    status = IMPRECISE if all(j.status == IMPRECISE for _, j in failing) else "FAIL"
+    return Judged(status, "; ".join(f"{label}: {j.message}" for label, j in failing), first.metrics, first.tolerance,
                   first.diagnosis)
 
 
@@ -359,9 +381,17 @@ def _supports(case: GoldenCase, backend: Any, call: Any) -> Any:
         raise StageError(f"supports() raised {type(exc).__name__}: {exc}") from None
 
 
-def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[Any, list[str]]], profile: Profile, options: RunOptions) -> CaseResult:
+def _prober(backend: Any, call: Any, probes: ProbeBook | None, options: RunOptions) -> Any:
+    """The probing access of a case's diagnosis (None: off, or a file-protocol backend that cannot be called again)."""
+    if probes is None or not options.diagnose or not options.probe or callable(getattr(backend, "call_case", None)):
+        return None
+    return lambda case, outputs, bound, r: probes.probe(case, outputs, bound, call, floor=r.floor, u_out=r.u_out)
+
+
+def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[Any, list[str]]], profile: Profile, options: RunOptions,
+            probes: ProbeBook | None = None) -> CaseResult:
     """Run and judge one case; never raises, except :class:`~conformance.calls.stage_call.Interrupted`
-    when the user stops the run."""
+    when the user stops the run. ``probes``: the run's probe results per failing group (None: no probing)."""
     start = time.perf_counter()
     res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
     res.repro = options.repro(case) if options.repro else ""
@@ -390,8 +420,11 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
             res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
         if parts is not None:
             try:
-                j = judge_parts(parts, backend.capabilities, profile, modified=modified, diagnose=options.diagnose)
+                j = judge_parts(parts, backend.capabilities, profile, modified=modified, diagnose=options.diagnose,
+                                probe=_prober(backend, call, probes, options))
                 res.status, res.message, res.metrics, res.tolerance, res.diagnosis = j.status, j.message, j.metrics, j.tolerance, j.diagnosis
+            except Interrupted:
+                raise
             except Exception as exc:
                 res.status = "ERROR"
                 res.message = f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}"
@@ -416,7 +449,7 @@ def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:
     if reason is None:
         return
     res.xfail_reason = reason
-    if res.status in FAILING:
+    if res.status in FAILING or res.status == IMPRECISE:
         res.status = "XFAIL"
     elif res.status == "PASS":
         res.status = "XPASS"
@@ -477,11 +510,12 @@ def run_cases(
         raise ValueError("isolate=True needs the backend given by name or module:attr (selector)")
     stop = options.stop or StopFlag()
     guard = _HangGuard(options.max_consecutive_timeouts)
+    probes = ProbeBook(enabled=options.probe and options.diagnose)
     results: dict[int, CaseResult] = {}
     callers: list[Any] = []
 
     def task(index: int, case: GoldenCase, call: Any) -> None:
-        result = guard.skipped(case, options) if guard.hung else run_one(case, backend, call, profile, options)
+        result = guard.skipped(case, options) if guard.hung else run_one(case, backend, call, profile, options, probes)
         if not guard.hung:
             guard.note(result)
         results[index] = result
@@ -535,6 +569,9 @@ def run_cases(
         interrupted=stop.is_set() and len(done) < len(ordered),
         not_run=len(ordered) - len(done),
         jobs=jobs,
+        fail_imprecise=options.fail_imprecise,
+        probe_calls=probes.calls(),
+        probe_groups=probes.groups(),
     )
     if options.xfail is not None:
         report.stale_xfails = options.xfail.stale([(r.id, r.status) for r in done])

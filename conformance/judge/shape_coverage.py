@@ -34,7 +34,7 @@ from ..vocabulary import QK_ARRAYS
 
 __all__ = ["CaseShape", "case_shape", "shape_coverage"]
 
-JUDGED = frozenset({"PASS", "FAIL", "XFAIL", "XPASS"})
+JUDGED = frozenset({"PASS", "FAIL", "IMPRECISE", "XFAIL", "XPASS"})
 FAILED = frozenset({"FAIL", "XFAIL"})
 
 

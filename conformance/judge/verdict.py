@@ -10,7 +10,10 @@ The run-level verdict looks at all of them together:
 - *per-pair profile*: the wavelengths ``2*pi/w`` of the pairs over their bound in failing cases
   against those within it: "errors only on pairs with wavelength between 2048 and 8192";
 - *per-position profile*: the worst error/bound per position: errors only past a threshold
-  (256, 2048, 65504...), growing with the position, or constant.
+  (256, 2048, 65504...), growing with the position, or constant;
+- *measured operator*: the findings (axis and pattern, :mod:`conformance.diagnose.findings`) the
+  failing cases share: "12 of 12 failing cases measure position/wrap";
+- *IMPRECISE* cases: how many, by which precision mechanism, and what they would pass with.
 """
 
 from __future__ import annotations
@@ -162,11 +165,57 @@ def _split_by_attribute(fails: list[Any], by_id: dict[str, GoldenCase], counts: 
     return None
 
 
+def _measured(fails: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The (axis, pattern) of the findings the failing cases share, most common first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    example: dict[tuple[str, str], str] = {}
+    for r in fails:
+        seen = set()
+        for f in (r.diagnosis or {}).get("findings") or []:
+            key = (f["axis"], f["pattern"])
+            if key not in seen:
+                seen.add(key)
+                counts[key] += 1
+                example.setdefault(key, f["words"])
+    n = len(fails)
+    data = [{"axis": a, "pattern": p, "cases": c, "example": example[(a, p)]} for (a, p), c in counts.most_common(4)]
+    words = [f"{d['cases']} of {n} failing case(s) measure {d['axis']}/{d['pattern']} (e.g. {d['example']})" for d in data[:2]]
+    return words, data
+
+
+def _imprecise(report: RunReport) -> tuple[list[str], dict[str, Any] | None]:
+    rs = [r for r in report.results if r.status == "IMPRECISE"]
+    if not rs:
+        return [], None
+    mech: Counter[str] = Counter()
+    needed: dict[str, float] = {}  # profile constant -> the largest value any IMPRECISE case needs
+    for r in rs:
+        pv = (r.diagnosis or {}).get("precision") or {}
+        mech[pv.get("mechanism", "a precision mechanism")] += 1
+        for p in pv.get("passes_with", []):
+            if p.startswith("--tol ") and "=" in p:
+                key, _, rest = p[len("--tol "):].partition("=")
+                try:
+                    needed[key] = max(needed.get(key, 0.0), float(rest.split(" ", 1)[0]))
+                except ValueError:
+                    continue
+    text = ", ".join(f"{m} ({k})" for m, k in mech.most_common())
+    every = sorted(k for k in needed if all(any(p.startswith(f"--tol {k}=") for p in ((x.diagnosis or {}).get("precision") or {})
+                                                  .get("passes_with", [])) for x in rs))
+    tail = (f"; all of them would pass with {' or '.join(f'--tol {k}={needed[k]:.3g}' for k in every)}" if every else "")
+    words = [f"{len(rs)} case(s) IMPRECISE, by {text}{tail}"]
+    return words, {"count": len(rs), "mechanisms": dict(mech), "passes_with": {f"--tol {k}": needed[k] for k in every}}
+
+
 def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any] | None:
-    """The run-level diagnosis (None when nothing failed)."""
+    """The run-level diagnosis (None when nothing failed and nothing is IMPRECISE)."""
     fails = [r for r in report.results if r.status in _FAILED]
+    imp_words, imprecise = _imprecise(report)
     if not fails:
-        return None
+        if imprecise is None:
+            return None
+        return {"failing": 0, "consensus": [], "named": {}, "words": imp_words, "summary": "; ".join(imp_words),
+                "measured": [], "imprecise": imprecise}
     by_id = {c.id: c for c in cases}
     counts: Counter[str] = Counter()
     for r in fails:
@@ -194,12 +243,16 @@ def run_verdict(report: RunReport, cases: Iterable[GoldenCase]) -> dict[str, Any
     pos = _positions(fails)
     if pos:
         words.append(pos)
+    m_words, measured = _measured(fails)
+    words += m_words + imp_words
     return {
         "failing": n,
         "consensus": everywhere,
         "named": dict(counts.most_common()),
         "words": words,
         "summary": "; ".join(words),
+        "measured": measured,
+        "imprecise": imprecise,
     }
 
 

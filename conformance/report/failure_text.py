@@ -56,7 +56,7 @@ def failure_text(result: Any) -> str:
     """The full message of a FAIL/ERROR :class:`~conformance.judge.runner.CaseResult` (several lines)."""
     lines = [f"{result.status} {result.id}", f"  {result.message}"]
     m = result.metrics
-    if m is not None and result.status in ("FAIL", "XFAIL") and m.n_over:
+    if m is not None and result.status in ("FAIL", "IMPRECISE", "XFAIL") and m.n_over:
         lines.append("  " + mismatch_line(m.n_over, m.n_elements))
         elements = [el for el in m.worst_elements if el.get("budget", 0) > 0]
         if elements:

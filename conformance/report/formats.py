@@ -67,6 +67,8 @@ def summary_line(report: RunReport) -> str:
         return (f"INTERRUPTED: {len(report.results)} cases judged before Ctrl-C, {report.not_run} not run "
                 f"({parts or 'none'}) in {report.seconds:.1f} s")
     verdict = "FAILED" if not report.ok else "NOTHING JUDGED" if report.judged == 0 else "OK"
+    if verdict == "OK" and c.get("IMPRECISE"):
+        verdict = f"OK with {c['IMPRECISE']} IMPRECISE (a precision mechanism; --fail-imprecise makes them fail)"
     return f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
 
 
@@ -107,11 +109,13 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         w("\nhighest budget used (error / bound; pass <= 1):\n")
         for r, m in ranked:
             w(f"  {m.budget_used:9.3g}  {r.status:<6} {r.id}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
-    bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "XFAIL", "XPASS")]
+    bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "IMPRECISE", "XFAIL", "XPASS")]
     if bad:
         w("\nproblems:\n")
         for r in bad:
             w(failure_line(r) + "\n")
+    if report.probe_calls:
+        w(f"\nprobing: {report.probe_calls} extra backend call(s) for {report.probe_groups} failing group(s) (--no-probe: none)\n")
     if report.stale_xfails:
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
@@ -133,7 +137,9 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
         "profile": report.profile,
         "summary": {"ok": exit_code_for(report) == ExitCode.OK, "exit_code": int(exit_code_for(report)),
                     "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3),
-                    "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs},
+                    "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs,
+                    "fail_imprecise": report.fail_imprecise,
+                    "probe": {"calls": report.probe_calls, "groups": report.probe_groups}},
         "stale_xfails": report.stale_xfails,
         "xfail": report.xfail_source,
         "coverage": report.coverage,
@@ -165,7 +171,7 @@ def write_junit(report: RunReport, path: str | Path) -> None:
     for fam, results in sorted(by_family.items()):
         suite = ET.SubElement(
             root, "testsuite", name=fam, tests=str(len(results)),
-            failures=str(sum(r.status == "FAIL" for r in results)),
+            failures=str(sum(r.status == "FAIL" or (r.status == "IMPRECISE" and report.fail_imprecise) for r in results)),
             errors=str(sum(r.status == "ERROR" for r in results)),
             skipped=str(sum(r.status in ("NOT_SUPPORTED", "XFAIL") for r in results)),
             time=f"{sum(r.seconds for r in results):.3f}",
@@ -173,8 +179,10 @@ def write_junit(report: RunReport, path: str | Path) -> None:
         for r in results:
             tc = ET.SubElement(suite, "testcase", classname=f"roperef.{fam}", name=r.id, time=f"{r.seconds:.3f}")
             text = r.message + (f"\n{r.diagnosis['summary']}" if r.diagnosis else "") + (f"\nrepro: {r.repro}" if r.repro else "")
-            if r.status == "FAIL":
+            if r.status == "FAIL" or (r.status == "IMPRECISE" and report.fail_imprecise):
                 ET.SubElement(tc, "failure", message=r.message[:500]).text = text
+            elif r.status == "IMPRECISE":
+                ET.SubElement(tc, "system-out").text = f"IMPRECISE (passes as a precision warning): {text}"
             elif r.status == "ERROR":
                 ET.SubElement(tc, "error", message=r.message[:500]).text = text
             elif r.status in ("NOT_SUPPORTED", "XFAIL"):
