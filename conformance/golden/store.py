@@ -22,7 +22,7 @@ directory holding a different set unless ``force=True``, and a write is a transa
 new set is built in a temporary directory beside the target and swapped in atomically, so an
 interrupted or failed write leaves the old set, never a mixture. Reading checks every
 ``.npy`` header against the bytes that follow it before anything is allocated
-(:mod:`conformance.golden.npy_limits`) and reads ``manifest.json`` within the limits of
+(:mod:`conformance.cases.npy_limits`) and reads ``manifest.json`` within the limits of
 :mod:`roperef.json_input`. Every problem is a :class:`GoldenError` naming the file and what
 is wrong with it.
 """
@@ -53,9 +53,9 @@ from roperef.ulp import max_ulp_error
 
 from ..cases.case import GoldenCase, check_case_fields, numpy_dtype
 from ..cases.materialize import reference_arrays
+from ..cases.npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
 from ..vocabulary import OPTIONAL_INPUTS, REFERENCE_ARRAYS, STAGE_INPUTS, STAGE_OUTPUTS
 from . import atomic_files  # called through the module: tests replace swap_in_directory to fail a swap
-from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
 
 __all__ = [
     "SCHEMA_VERSION",

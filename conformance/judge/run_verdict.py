@@ -1,6 +1,7 @@
 """The exit code of a judged run (``roperef check``), and the one line that explains a run that judged nothing.
 
-Order of precedence: an interrupted run is ``INTERRUPTED`` (130) whatever it found so far; any
+Order of precedence: an interrupted run is ``INTERRUPTED`` (130; ``TERMINATED``, 143, when SIGTERM
+stopped it) whatever it found so far; any
 FAIL or ERROR is ``FAILED`` (1); a run in which every case was NOT_SUPPORTED is
 ``NOTHING_JUDGED`` (3), never 0; otherwise ``OK`` (0).
 """
@@ -18,7 +19,7 @@ __all__ = ["exit_code_for", "nothing_judged_line"]
 def exit_code_for(report: Any) -> ExitCode:
     """The :class:`ExitCode` of a :class:`~conformance.judge.runner.RunReport` (see the module docstring)."""
     if report.interrupted:
-        return ExitCode.INTERRUPTED
+        return ExitCode.TERMINATED if getattr(report, "stopped_by", None) == "SIGTERM" else ExitCode.INTERRUPTED
     if not report.ok:
         return ExitCode.FAILED
     if report.judged == 0:
