@@ -14,9 +14,8 @@ output          what :func:`for_output` does to untrusted text
 ``xml``         the same escapes, so that every character left is allowed in XML 1.0 (JUnit
                 files stay valid XML; ElementTree escapes ``<``, ``&`` and quotes itself)
 ``markdown``    the terminal escapes with newlines and tabs as spaces (a CR or LF cannot split a
-                table row), ``|`` escaped, ``<``, ``>`` and ``&`` as HTML entities (no live
-                HTML), and backticks and Markdown emphasis left inert (:func:`markdown_code`
-                for code spans)
+                table row), ``|``, backticks and backslashes escaped, ``<``, ``>`` and ``&`` as
+                HTML entities (no live HTML, no autolink); :func:`markdown_code` for code spans
 ``json``        only :func:`clip` (``json.dumps`` escapes every control character)
 ==============  ===============================================================================
 
@@ -76,8 +75,7 @@ def for_xml(text: object, *, limit: int = MAX_CHARS) -> str:
     return escape_controls(clip(str(text), limit), one_line=False)
 
 
-_MD_SPECIAL = {"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[",
-               "]": "\\]", "\\": "\\\\"}
+_MD_SPECIAL = {"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`", "\\": "\\\\"}
 
 
 def for_markdown(text: object, *, limit: int = MAX_CHARS) -> str:

@@ -27,7 +27,8 @@ def golden(tmp_path_factory):
 
 def test_the_codes():
     assert [(c.name, int(c)) for c in ExitCode] == [
-        ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("INTERRUPTED", 130)]
+        ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("OUTPUT_ERROR", 6),
+        ("INTERRUPTED", 130), ("TERMINATED", 143)]
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1"])

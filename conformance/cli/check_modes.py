@@ -52,7 +52,7 @@ from ..long_context.stream import (
 from ..report import formats as rep
 from ..selection import select
 
-__all__ = ["add_mode_arguments", "parse_mode", "ExploreMode", "LongContextMode", "exit_code"]
+__all__ = ["add_mode_arguments", "parse_mode", "ExploreMode", "LongContextMode", "exit_code", "option"]
 
 
 def add_mode_arguments(p: argparse.ArgumentParser) -> None:
@@ -186,8 +186,13 @@ def exit_code(report: RunReport, err: TextIO | None = None) -> ExitCode:
     return ExitCode.OK
 
 
+def option(flag: str, value: str) -> list[str]:
+    """``[flag, value]``, or ``[flag=value]`` when the value starts with ``-`` (argparse would take it for an option)."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
 def _base_command(args: argparse.Namespace, label: str) -> list[str]:
-    cmd = ["roperef", "check", "--backend", label]
+    cmd = ["roperef", "check", *option("--backend", label)]
     for flag in ("profile",):
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
@@ -250,7 +255,8 @@ class ExploreMode:
                 save_cases([f.case for f in outcome.findings], self.save_to)
                 for f in outcome.findings:
                     f.saved_to = self.save_to
-                    f.replay = shlex.join([*base, "--golden", self.save_to, "--goldens-only", "--filter", f.case.id])
+                    f.replay = shlex.join([*base, *option("--golden", self.save_to), "--goldens-only",
+                                           *option("--filter", f.case.id)])
             except (OSError, ValueError) as exc:
                 saved_problem = f"roperef check: error: --save-failures {self.save_to}: {exc}"
         seed_note = "" if self.seed_given else " (random; pass --seed to repeat)"
@@ -344,9 +350,9 @@ class LongContextMode:
         for r in report.results:
             length = r.id.split("/")[-1].split("-")[0][1:]
             cmd = [*base, "--long-context", length, "--chunk", str(plan.chunk), "--long-heads", str(plan.heads),
-                   "--seed", str(plan.seed), "--filter", r.id]
+                   "--seed", str(plan.seed), *option("--filter", r.id)]
             if args.long_spec:
-                cmd += ["--long-spec", args.long_spec]
+                cmd += option("--long-spec", args.long_spec)
             r.repro = shlex.join(cmd)
         out.write(f"long context: {', '.join(str(t) for t in plan.lengths)} tokens x {plan.heads} heads, chunks of "
                   f"{plan.chunk} tokens, spec {json.dumps(spec.to_dict(), separators=(',', ':'))}, input seed {plan.seed}\n")

@@ -213,10 +213,12 @@ class OutputsBackend:
         self.capabilities = Capabilities(stages=frozenset(STAGES), angle_dtype=angle, table_dtype=table,
                                          applies_attention_factor=bool(data.get("applies_attention_factor", True)))
 
-    def case_source(self, golden: str | None, tier: str, filters: Sequence[str], dtypes: Sequence[str]) -> Any:
-        """The golden cases of the exported ids (expected values come from the golden set, not the export)."""
+    def case_source(self, golden: str | None, tier: str, filters: Sequence[str], dtypes: Sequence[str], *,
+                    set_hash: str | None = None) -> Any:
+        """The golden cases of the exported ids (expected values come from the golden set, not the export;
+        ``set_hash`` pins it, as ``--set-hash``)."""
         ids = set(self.index["cases"])
-        src = load_cases(golden, "full" if tier == "full" else tier, filters, dtypes)
+        src = load_cases(golden, "full" if tier == "full" else tier, filters, dtypes, set_hash=set_hash)
         cases = [c for c in src.cases if c.id in ids]
         missing = sorted(ids - {c.id for c in src.cases}) if not filters and not dtypes else []
         if missing and tier == "smoke":

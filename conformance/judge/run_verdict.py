@@ -13,7 +13,7 @@ from typing import Any
 
 from ..exit_codes import ExitCode
 
-__all__ = ["exit_code_for", "nothing_judged_line"]
+__all__ = ["exit_code_for", "nothing_judged_line", "nothing_judged_why"]
 
 
 def exit_code_for(report: Any) -> ExitCode:
@@ -27,9 +27,19 @@ def exit_code_for(report: Any) -> ExitCode:
     return ExitCode.OK
 
 
-def nothing_judged_line(report: Any, top: int = 3) -> str:
-    """``nothing judged: 190 cases, all NOT_SUPPORTED (top reasons: 120 x "..."; ...)``."""
+def nothing_judged_why(report: Any, top: int = 3) -> str:
+    """Why a run judged nothing, in words: ``no case was selected``, or ``every case NOT_SUPPORTED (top
+    reasons: 120 x "library torch is not installed"; ...)``. Every output mode prints it (the summary
+    line, JSON ``summary.why_nothing_judged``, JUnit, Markdown), so ``-q`` says why as well."""
+    if not report.results:
+        return "no case was run"
     reasons = Counter(r.message for r in report.results if r.status == "NOT_SUPPORTED")
     listed = "; ".join(f'{n} x "{why}"' for why, n in reasons.most_common(top))
     more = f"; {len(reasons) - top} other reason(s)" if len(reasons) > top else ""
-    return f"nothing judged: {len(report.results)} cases, all NOT_SUPPORTED (top reasons: {listed}{more})"
+    return f"every case NOT_SUPPORTED (top reasons: {listed}{more})"
+
+
+def nothing_judged_line(report: Any, top: int = 3) -> str:
+    """``nothing judged: 190 cases, all NOT_SUPPORTED (top reasons: 120 x "..."; ...)``."""
+    why = nothing_judged_why(report, top).replace("every case NOT_SUPPORTED", "all NOT_SUPPORTED", 1)
+    return f"nothing judged: {len(report.results)} cases, {why}"
