@@ -88,15 +88,15 @@ def sigint_sets(flag: StopFlag, *, also_raise: bool = False) -> Iterator[StopFla
         for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, handler)
     except (ValueError, OSError):
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
         yield flag
         return
     try:
         yield flag
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 @contextlib.contextmanager

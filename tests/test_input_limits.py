@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.cli.main import main
 from conformance.cases.npy_limits import ArrayFileError, check_npy_file
+from conformance.cli.main import main
 from conformance.golden.store import GoldenError, load_golden, verify_golden
 from judge_cases import materialize_subset, write_golden_dir
 from roperef.json_input import JSONInputError, JSONLimits, load_json_file, loads_limited

@@ -88,7 +88,7 @@ class GuardedStream(io.TextIOBase):
         except UnicodeEncodeError:
             self.raw.write(text.encode(self.encoding, "backslashreplace").decode(self.encoding, "replace"))
 
-    def write(self, text: str) -> int:  # type: ignore[override]
+    def write(self, text: str) -> int:
         return self._write(escape_controls(str(text)))
 
     def write_raw(self, text: str) -> int:

@@ -157,26 +157,26 @@ def sigint_deferred() -> Iterator[None]:
             previous[sig] = signal.getsignal(sig)
             signal.signal(sig, remember)
     except (ValueError, OSError):  # not settable here: run unprotected
-        for sig, old in previous.items():
+        for signum, old in previous.items():
             if old is not None:
-                signal.signal(sig, old)
+                signal.signal(signum, old)
         yield
         return
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
-        for signum in dict.fromkeys(caught):
-            old = previous.get(signum)
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        for caught_signum in dict.fromkeys(caught):
+            old = previous.get(caught_signum)
             if callable(old):
-                old(signum, None)
+                old(caught_signum, None)
             elif old == signal.SIG_IGN:
                 continue
-            elif signum == signal.SIGINT:
+            elif caught_signum == signal.SIGINT:
                 raise KeyboardInterrupt
             else:
-                signal.raise_signal(signum)  # the default action of SIGTERM, now that the block is done
+                signal.raise_signal(caught_signum)  # the default action of SIGTERM, now that the block is done
 
 
 _RENAME_EXCHANGE = 2

@@ -29,6 +29,7 @@ pass, so :class:`LongContextPlan` refuses them.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -366,7 +367,7 @@ def _judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dty
             res.status, res.message = "NOT_SUPPORTED", f"{reason} ({where})"
             break
         try:
-            got, modified = thread.call(lambda case=case: _call(backend, case), stage, timeout)
+            got, modified = thread.call(functools.partial(_call, backend, case), stage, timeout)
         except StageError as exc:
             res.status, res.message = "ERROR", f"{exc} ({where})"
             break
