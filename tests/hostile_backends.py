@@ -197,3 +197,10 @@ class ReturnsBfloat16(NumpyBackend):
     def forward(self, x, positions, spec, cu_seqlens=None):
         y = super().forward(x, positions, spec, cu_seqlens)
         return y.astype(x.dtype) if x.dtype.name == "bfloat16" else y
+
+
+class OffByALittle(NumpyBackend):
+    """A plainly wrong engine (forward adds 1e-3): its runs FAIL."""
+
+    def forward(self, x, positions, spec, cu_seqlens=None):
+        return super().forward(x, positions, spec, cu_seqlens) + 1e-3
