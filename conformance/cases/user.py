@@ -111,11 +111,12 @@ class Budget:
     """Bytes a case (``case_left``) and the whole set (``set_left``) may still make the judge hold."""
 
     case_limit: int = MAX_CASE_BYTES
-    set_left: int = MAX_SET_BYTES
+    set_limit: int = MAX_SET_BYTES
     case_left: int = field(init=False)
+    set_left: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.case_left = self.case_limit
+        self.case_left, self.set_left = self.case_limit, self.set_limit
 
     def new_case(self) -> None:
         self.case_left = self.case_limit
@@ -127,7 +128,7 @@ class Budget:
                                 f"({_human(self.case_limit - self.case_left)} already taken): split the case into smaller ones")
         if n > self.set_left:
             raise UserCaseError(f"{where}: {what} needs {_human(n)}, past the size budget of the whole case directory "
-                                f"({_human(MAX_SET_BYTES)} in all): judge the directory in parts")
+                                f"({_human(self.set_limit)} in all): judge the directory in parts")
         self.case_left -= n
         self.set_left -= n
 
