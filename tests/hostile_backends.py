@@ -204,3 +204,22 @@ class OffByALittle(NumpyBackend):
 
     def forward(self, x, positions, spec, cu_seqlens=None):
         return super().forward(x, positions, spec, cu_seqlens) + 1e-3
+
+
+class NotInstalled(NumpyBackend):
+    """A backend whose library is not installed here: every case NOT_SUPPORTED, saying so."""
+
+    def library_reason(self):
+        return "library quantumlib is not installed (pip install quantumlib)"
+
+
+class FailsById(NumpyBackend):
+    """Correct except on cases whose id starts with ``-`` (to check that repro lines run for such ids)."""
+
+    def supports(self, case):
+        self._dash = case.id.startswith("-")
+        return super().supports(case)
+
+    def forward(self, x, positions, spec, cu_seqlens=None):
+        y = super().forward(x, positions, spec, cu_seqlens)
+        return y + 1e-3 if getattr(self, "_dash", False) else y

@@ -170,3 +170,16 @@ def test_the_wire_format_refuses_what_is_not_its_own():
             decode(bad)
     with pytest.raises(WireError, match="numbers only"):
         encode(Message(1, "stage", {}, {"y": np.array([object()])}))
+
+
+def test_a_planner_stops_asking_a_hung_supports_after_three_time_outs():
+    from conformance.calls.stage_call import MAX_SUPPORTS_TIMEOUTS, SupportsAsker
+
+    asker = SupportsAsker(hb.SupportsHangs(), timeout=0.1)
+    cases = _cases(MAX_SUPPORTS_TIMEOUTS + 2)
+    t0 = time.monotonic()
+    reasons = [asker.reason(c) for c in cases]
+    asker.close()
+    assert all(r.startswith("supports() timed out after 0.1 s") for r in reasons[:MAX_SUPPORTS_TIMEOUTS])
+    assert all(r.startswith("not asked: supports() timed out on 3 calls in a row") for r in reasons[MAX_SUPPORTS_TIMEOUTS:])
+    assert time.monotonic() - t0 < 5
