@@ -145,7 +145,7 @@ def parse_mode(args: argparse.Namespace) -> ExploreMode | LongContextMode | None
             bad("--seed", args.seed, "needs --explore or --long-context")
         return None
     common = {"--outputs": bool(args.outputs), "--golden": bool(args.golden), "--tier": args.tier != "smoke",
-              "--jobs": args.jobs != 1}
+              "--jobs": args.jobs != 1, "--set-hash": bool(getattr(args, "set_hash", None))}
     if explore:
         _refuse(args, "--explore", {**common, "--filter": bool(args.filter)})
         count = _integer("--explore", args.explore, 1, MAX_COUNT)

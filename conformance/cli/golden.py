@@ -3,7 +3,8 @@
 - ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
   (reference and Numba twin must agree within 2 ulp, error over spacing) and write it as one transaction (the old
   set or the new one, whatever happens); refuses to overwrite a different set without
-  ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C stops between cases.
+  ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C (or SIGTERM) stops between
+  cases (exit 130, or 143).
 - ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.
 - ``list [--filter PAT] [--tier T]``: catalogue ids with stage and flags (default tier smoke, like
   ``check``); exit 2 when the filter matches nothing.
@@ -36,7 +37,7 @@ from ..golden.atomic_files import require_writable_target, write_text_atomic
 from ..golden.audit import BOUND_UNITS, audit_case
 from ..golden.published import published_description
 from ..golden.store import GoldenError, default_golden_dir, load_golden, read_manifest, verify_golden, write_golden_set
-from ..interrupt import StopFlag, sigint_sets
+from ..interrupt import StopFlag, Terminated, sigint_sets
 from ..paths import path_problem
 from ..selection import select
 from ..untrusted_text import for_terminal
@@ -115,8 +116,8 @@ def _generate(args: argparse.Namespace) -> int:
                 break
             _progress(k, len(recipes), recipe.id, start)
             cases.append(materialize(recipe))
-    if stop.is_set():
-        raise KeyboardInterrupt  # nothing was written: the old set is untouched
+    if stop.is_set():  # nothing was written: the old set is untouched
+        raise Terminated if stop.terminated else KeyboardInterrupt
     _progress(len(recipes), len(recipes), "done", start)
     tier = args.tier if not args.filter else f"{args.tier}-filtered"
     tier = tier if tier in ("smoke", "full") else "custom"
