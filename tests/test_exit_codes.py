@@ -207,3 +207,13 @@ def test_nothing_judged_says_why_in_every_output_mode(golden, capsys, tmp_path):
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert why in summary["why_nothing_judged"]
     assert why in (tmp_path / "j.xml").read_text() and why in (tmp_path / "r.md").read_text()
+
+
+def test_no_rope_says_why_on_stdout_too(capsys):
+    from pathlib import Path
+
+    bert = Path(__file__).resolve().parents[1] / "conformance" / "presets" / "bert-base-multilingual-cased.json"
+    code, out, err = run_cli(capsys, "spec", str(bert))
+    assert code == 5 and "no RoPE" in err
+    doc = json.loads(out)
+    assert doc["rope"] is None and doc["model_type"] == "bert" and "no rotary embedding" in doc["why"]
