@@ -8,8 +8,9 @@ process, and whatever it sends is parsed as data (:mod:`conformance.calls.wire`:
 The worker turns the stage's result into plain arrays itself (``__array__`` is backend code)
 and reports what the backend changed in the copies it was handed.
 
-The judge reads each reply in a reader thread under the call's time limit: a worker that hangs,
-or sends half a message and stops, is killed when the limit passes. It ignores SIGINT: the
+The judge waits for a reply under the call's time limit, asking the OS whether bytes arrived (a
+judge thread kept from running cannot make a punctual worker late), then reads it in a reader
+thread: a worker that hangs, or sends half a message and stops, is killed when its limit passes. It ignores SIGINT: the
 user's Ctrl-C reaches the judge, which kills its workers; on Linux a worker is also killed
 when the judge itself dies (``PR_SET_PDEATHSIG``), so no orphan keeps running. A worker that dies
 (a signal, ``os._exit``), misses the time limit, sends a reply the judge cannot read or is in
@@ -30,13 +31,14 @@ import dataclasses
 import multiprocessing as mp
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import Capabilities, Declined, backend_methods, backend_stages
 from ..backends.resolve import resolve_backend
 from ..cases.case import GoldenCase
-from ..interrupt import StopFlag
+from ..interrupt import POLL_S, StopFlag
 from ..untrusted_text import clip
 from .errors import TIMED_OUT, Interrupted, StageError, TimedOut, describe_exception
 from .stage_call import CallThread, ask_supports, call_stage
@@ -46,6 +48,8 @@ __all__ = ["Worker", "WorkerStartError", "IsolatedBackend", "load_isolated", "ST
 
 #: how long a worker may take to import and build the backend (seconds; at least the call limit)
 START_TIMEOUT_S = 120.0
+#: how long reading a reply may take once its first bytes arrived (at least the call limit)
+READ_LIMIT_S = 30.0
 
 
 class WorkerStartError(StageError):
@@ -161,9 +165,31 @@ class Worker:
         self.seq = 0
         self._reader = CallThread("roperef-worker-reader")
 
+    def _wait(self, limit: float | None) -> bool:
+        """Wait for the first bytes of a message up to ``limit`` s (None: forever), asking the OS (``poll``),
+        so that a judge thread kept from running (another thread compiling, holding the GIL) does not make a
+        punctual worker late; False on time-out; Interrupted on stop."""
+        deadline = None if limit is None else time.monotonic() + limit
+        while True:
+            if self.stop is not None and self.stop.is_set():
+                self.kill()
+                raise Interrupted
+            step = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
+            try:
+                if self.conn.poll(step):
+                    return True
+            except (OSError, EOFError):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
     def _receive(self, limit: float | None, on_timeout: str) -> bytes | BaseException:
-        """The next message's bytes within ``limit`` s (the exception if the pipe broke); TimedOut on
-        time-out and Interrupted on stop, after killing the process."""
+        """The next message's bytes: its start within ``limit`` s, then the whole of it read by the reader
+        thread within :data:`READ_LIMIT_S` more (a worker that sends half a message and stops is killed);
+        the exception if the pipe broke; TimedOut on time-out and Interrupted on stop, after killing the process."""
+        if not self._wait(limit):
+            self.kill()
+            raise TimedOut(on_timeout)
         conn = self.conn
 
         def read() -> bytes | BaseException:
@@ -173,7 +199,9 @@ class Worker:
                 return exc
 
         try:
-            return self._reader.call(read, "reading the backend process's reply", limit, self.stop, on_timeout=on_timeout)
+            return self._reader.call(read, "reading the backend process's reply", max(limit or 0.0, READ_LIMIT_S), self.stop,
+                                     on_timeout=f"the backend process started a reply and did not finish it within "
+                                                f"{max(limit or 0.0, READ_LIMIT_S):g} s (killed)")
         except (TimedOut, Interrupted):
             self.kill()
             raise

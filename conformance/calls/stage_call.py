@@ -131,6 +131,8 @@ class CallThread:
                 self._abandon()
                 raise Interrupted
             if deadline is not None and time.monotonic() >= deadline:
+                if job.done.wait(POLL_S):  # it ended while this thread was not scheduled: not late
+                    break
                 self._abandon()
                 raise TimedOut(on_timeout or (
                     f"{TIMED_OUT} {timeout:g} s ({what} abandoned in a background thread; "
