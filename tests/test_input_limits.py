@@ -292,7 +292,6 @@ def test_user_case_size_budget_refuses_a_compressed_bomb_and_bounds_the_director
     assert (folder / "arrays.npz").stat().st_size < 2**15 < 2**23 < MAX_CASE_BYTES  # 8.5 MiB in 30 kB
     with pytest.raises(UserCaseError, match=r"arrays.npz \(uncompressed\) needs 8.5 MiB, past the case's size budget of 1.0 MiB"):
         load_user_cases(tmp_path / "c", case_budget=2**20)
-    assert load_user_cases(tmp_path / "c", case_budget=2**26).cases  # within a larger budget it loads
     with pytest.raises(UserCaseError, match=r"stage forward on these inputs .* past the case's size budget"):
         load_user_cases(tmp_path / "c", case_budget=2**24)  # the stored arrays fit; the float64 work does not
     _user_case(tmp_path / "c" / "small")
