@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,36 @@ def test_a_planner_stops_asking_a_hung_supports_after_three_time_outs():
     assert all(r.startswith("supports() timed out after 0.1 s") for r in reasons[:MAX_SUPPORTS_TIMEOUTS])
     assert all(r.startswith("not asked: supports() timed out on 3 calls in a row") for r in reasons[MAX_SUPPORTS_TIMEOUTS:])
     assert time.monotonic() - t0 < 5
+
+
+# ----------------------------------------------------------------------------- the pytest plugin
+
+
+pytest_plugins = ["pytester"]
+
+
+def _plugin() -> list[str]:
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "conformance.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "conformance.pytest_plugin"]
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    from judge_cases import materialize_subset, write_golden_dir
+
+    return str(write_golden_dir(tmp_path_factory.mktemp("golden"), materialize_subset("forward/default/half/float64/*")))
+
+
+@pytest.mark.parametrize("backend, needle", [("ArrayInterrupts", "raised KeyboardInterrupt (raised by the backend"),
+                                             ("ArrayHangs", "timed out after 0.5 s")])
+def test_the_pytest_plugin_runs_backend_code_under_the_same_limits(pytester, golden, backend, needle):
+    """A backend's KeyboardInterrupt fails its items (the session goes on); a hang is cut by --rope-timeout."""
+    t0 = time.monotonic()
+    res = pytester.runpytest(*_plugin(), "--rope-backend", f"hostile_backends:{backend}", "--rope-golden", golden,
+                             "--rope-goldens-only", "--rope-timeout", "0.5", "-p", "no:cacheprovider")
+    n = len(__import__("json").loads((Path(golden) / "manifest.json").read_text())["cases"])
+    res.assert_outcomes(failed=n)  # every item ran: none stopped the session
+    assert needle in res.stdout.str()
+    assert time.monotonic() - t0 < 60
