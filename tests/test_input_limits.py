@@ -328,3 +328,13 @@ def test_a_symlink_loop_is_called_a_loop(tmp_path, capsys):
                  ["golden", "verify", str(loop)]):
         code, _, err = _run(capsys, *argv)
         assert code == 2 and "is a symlink loop" in err and "does not exist" not in err, argv
+
+
+def test_long_spec_is_read_within_the_json_limits_and_named(tmp_path, capsys):
+    deep = tmp_path / "spec.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--long-context", "8", "--long-spec", str(deep))
+    assert code == 2 and f"{deep}: brackets nest deeper than 64 levels" in err
+    deep.write_text('{"head_dim": 64, "pairing": "half", "theta": 1e400}')
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--long-context", "8", "--long-spec", str(deep))
+    assert code == 2 and f"{deep}: the number 1e400 overflows a float64" in err

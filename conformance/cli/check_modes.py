@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from roperef.errors import bad
 from roperef.hf import spec_from_config
+from roperef.json_input import JSONInputError, load_json_file
 from roperef.spec import RopeSpec
 
 from ..cases.catalog import presets_dir
@@ -114,13 +115,13 @@ def _load_spec(text: str) -> Any:
         if not preset.is_file():
             bad("--long-spec", text, f"is neither a file nor a preset name in {presets_dir()}")
         path = preset
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    try:  # within the JSON limits (depth, digits, finite numbers, size, a regular file): errors name the file
+        data = load_json_file(path, what="spec")
+    except (OSError, JSONInputError) as exc:
         bad("--long-spec", text, f"does not read as JSON ({exc})")
     if isinstance(data, dict) and "pairing" in data:  # roperef spec output (HF configs have no 'pairing')
         return RopeSpec.from_dict(data)
-    spec = spec_from_config(str(path))
+    spec = spec_from_config(data)
     if not isinstance(spec, RopeSpec):
         bad("--long-spec", text, f"resolves to several specs ({', '.join(spec)}); write one with "
             f"`roperef spec {path} --layer-type NAME > spec.json` and pass that")
