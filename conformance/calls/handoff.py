@@ -58,7 +58,7 @@ def handed_case(case: GoldenCase) -> GoldenCase:
     """A copy of ``case`` for ``supports(case)``: its own spec, arrays and call form."""
     return dataclasses.replace(case, spec=fresh_spec(case.spec), flags=tuple(case.flags),
                                arrays={k: np.array(v, copy=True) for k, v in case.arrays.items()},
-                               **({"form": copy.deepcopy(case.form)} if getattr(case, "form", None) is not None else {}))
+                               form=copy.deepcopy(case.form))
 
 
 def case_changes(original: GoldenCase, handed: Any) -> list[str]:
