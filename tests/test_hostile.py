@@ -217,3 +217,18 @@ def test_the_pytest_plugin_runs_backend_code_under_the_same_limits(pytester, gol
     res.assert_outcomes(failed=n)  # every item ran: none stopped the session
     assert needle in res.stdout.str()
     assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.parametrize("backend, status, needle", [
+    (hb.ArrayExits(), "ERROR", "converting output y to a NumPy array raised SystemExit(0)"),
+    (hb.MutatesSpec(), "FAIL", "spec.theta modified in place"),
+    (hb.NumpyTrue(), "PASS", "budget"),
+])
+def test_calls_in_a_memory_layout_get_the_same_protection(backend, status, needle):
+    import dataclasses
+
+    from conformance.cases.form import CallForm
+
+    cases = [dataclasses.replace(c, form=CallForm(layout="qkv")) for c in _cases(1, "float64")]
+    rep = run_cases(backend, cases, RunOptions())
+    assert rep.results[0].status == status and needle in rep.results[0].message
