@@ -66,10 +66,11 @@ SHARE_MAX_DISTINCT = 0.5
 """Tokens share cos/sin rows when at most this fraction of them have distinct positions (:func:`shared_positions`)."""
 SHARE_MAX_TABLE = 0.125
 """... and the shared tables hold at most this fraction of the output's element count."""
-SERIAL_MAX_ELEMENTS = 2**16
+SERIAL_MAX_ELEMENTS = 2**20
 """Calls whose output has at most this many elements run the serial kernels (:mod:`roperef.fast.serial`).
 
-Below it threads and streaming stores save microseconds while the parallel kernels cost seconds
+Below it (4 MiB of float32, every case ``roperef check`` runs, including the shape sweep's
+rows of more than 4096 tokens) threads and streaming stores save a few milliseconds while the parallel kernels cost seconds
 to compile on a machine's first run; the serial ones compute the same bits."""
 
 
