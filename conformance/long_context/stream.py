@@ -45,6 +45,8 @@ from roperef.layout import pair_map
 from roperef.positions import POSITION_MAX
 from roperef.spec import PAIRINGS, RopeSpec
 
+from ..calls.handoff import fresh_spec, spec_changes
+from ..calls.results import stage_outputs
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, CallThread, StageError, SupportsAsker
 from ..cases.case import GoldenCase, numpy_dtype
 from ..error_model.tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
@@ -165,17 +167,23 @@ def _chunk_case(plan: LongContextPlan, stage: str, dtype: str, x: np.ndarray, po
 
 
 def _call(backend: Any, case: GoldenCase) -> tuple[np.ndarray, list[str]]:
-    """The backend's stage on the chunk in the case dtype; returns (output, inputs it modified)."""
+    """The backend's stage on the chunk in the case dtype; returns (output, inputs it modified).
+
+    Runs backend code (a call thread): the backend gets copies of the input, the positions and the
+    spec (the row's spec builds every later chunk's expected values), and its result is turned into
+    an array the judge owns here (:func:`~conformance.calls.results.stage_outputs`)."""
     name = "x" if case.stage == "forward" else "grad"
     x = case.input_as(name)
     held = case.arrays[name]
     keep = held if held.dtype == x.dtype else x.copy()  # the case's own copy when it is in the input dtype
     pos = np.array(case.arrays["positions"], dtype=np.int64)
-    raw = getattr(backend, case.stage)(x, pos, case.spec)
+    spec = fresh_spec(case.spec)
+    raw = getattr(backend, case.stage)(x, pos, spec)
+    out = stage_outputs(case.stage, raw)[_out_name(case.stage)]
     modified = [name] if not np.array_equal(x, keep) else []
     if not np.array_equal(pos, case.arrays["positions"]):
         modified.append("positions")
-    return np.asarray(raw), modified
+    return out, modified + spec_changes(case.spec, spec)
 
 
 def _out_name(stage: str) -> str:
