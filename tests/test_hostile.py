@@ -159,6 +159,16 @@ def test_worker_results_in_every_dtype_cross_as_data():
     assert [r.metrics.max_abs_error for r in there.results] == [r.metrics.max_abs_error for r in here.results]
 
 
+@pytest.mark.parametrize("arrays", [{"y": np.zeros(3)}, {"q/y": np.zeros(3), "v/y": np.zeros(3)}])
+def test_a_forged_call_form_reply_is_a_malformed_result(monkeypatch, arrays):
+    from conformance.calls.isolate import Worker
+
+    worker = Worker("numpy", timeout=1.0)  # no process started: the reply is forged below
+    monkeypatch.setattr(worker, "_request", lambda kind, case: Message(1, "stage", {"modified": [], "parts": ["q", "k"]}, arrays))
+    with pytest.raises(StageError, match="malformed forward result .killed.: array names that are not part/output"):
+        worker(_cases(1)[0])
+
+
 def test_the_wire_format_refuses_what_is_not_its_own():
     data = encode(Message(3, "stage", {"modified": []}, {"y": np.arange(6.0).reshape(2, 3), "s": np.float64(2.0)}))
     back = decode(data)

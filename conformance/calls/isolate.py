@@ -325,6 +325,11 @@ class Worker:
         modified = [clip(m, 200) for m in modified]
         if parts is None:
             return reply.arrays, modified
+        split = [k.split("/", 1) for k in reply.arrays]
+        if any(len(pair) != 2 or pair[0] not in parts for pair in split) or len(set(parts)) != len(parts):
+            self.kill()
+            raise StageError(f"the backend process sent a malformed {case.stage} result (killed): "
+                             "array names that are not part/output")
         grouped = [(label, {k.split("/", 1)[1]: v for k, v in reply.arrays.items() if k.split("/", 1)[0] == label})
                    for label in parts]
         return grouped, modified
