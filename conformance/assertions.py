@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends.resolve import resolve_backend
+from .calls.stage_call import DEFAULT_TIMEOUT_S
 from .cases.case import GoldenCase
 from .golden.case_source import user_case_source
 from .judge.check_sources import attach_sections, check_cases
@@ -35,6 +36,7 @@ from .judge.run_verdict import nothing_judged_line
 from .judge.runner import RunOptions, run_cases
 from .judge.xfail import choose_xfail
 from .report.failure_text import failure_text
+from .untrusted_text import for_terminal
 
 __all__ = ["assert_rope_conforms"]
 
@@ -52,6 +54,8 @@ def assert_rope_conforms(
     generated: bool = True,
     probe: bool = True,
     fail_imprecise: bool = False,
+    set_hash: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
 ) -> Any:
     """Judge ``backend`` (object, short name, module:attr or file.py:Name) as ``roperef check`` does.
 
@@ -59,35 +63,37 @@ def assert_rope_conforms(
     select among them) or a sequence of :class:`~conformance.cases.case.GoldenCase`; default: the
     golden set (``golden``, ``tier``) plus the cases generated for the backend's interface
     (``generated=False``: the goldens only, as ``--goldens-only``). ``xfail``: a file of expected
-    failures, ``False`` for none, ``None`` (default) for a built-in backend's shipped list."""
+    failures, ``False`` for none, ``None`` (default) for a built-in backend's shipped list. ``set_hash``
+    pins the set's hash (as ``roperef check --set-hash``); ``timeout``: seconds per backend call."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
 
     obj = resolve_backend(backend)
     filters = [filter] if isinstance(filter, str) else list(filter or [])
     plan = None
     if isinstance(cases, (str, os.PathLike)):
-        selected = user_case_source(os.fspath(cases), filters, dtypes).cases
+        selected = user_case_source(os.fspath(cases), filters, dtypes, set_hash=set_hash).cases
     elif cases is not None:
         selected = list(cases)
     else:
-        source, plan = check_cases(obj, golden, tier, filters, dtypes, goldens_only=not generated)
+        source, plan = check_cases(obj, golden, tier, filters, dtypes, goldens_only=not generated, set_hash=set_hash)
         selected = source.cases
     listed = choose_xfail(xfail if isinstance(xfail, (str, Path, os.PathLike)) else None, xfail is not False, obj,
                           backend if isinstance(backend, str) else None)
-    report = run_cases(obj, selected, RunOptions(profile=profile, xfail=listed, probe=probe, fail_imprecise=fail_imprecise))
+    report = run_cases(obj, selected, RunOptions(profile=profile, xfail=listed, timeout=timeout, probe=probe,
+                                                  fail_imprecise=fail_imprecise))
     attach_sections(report, selected, obj, plan)
     failing = ("FAIL", "ERROR", "IMPRECISE") if fail_imprecise else ("FAIL", "ERROR")
     bad = [r for r in report.results if r.status in failing]
     imprecise = [r for r in report.results if r.status == "IMPRECISE" and not fail_imprecise]
     if imprecise:
-        warnings.warn(f"{len(imprecise)} RoPE conformance case(s) IMPRECISE (backend {report.backend}):\n"
+        warnings.warn(f"{len(imprecise)} RoPE conformance case(s) IMPRECISE (backend {for_terminal(report.backend)}):\n"
                       + "\n".join(failure_text(r) for r in imprecise), UserWarning, stacklevel=2)
     if bad:
-        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {report.backend}):"]
-        lines += [f"note: {note}" for note in report.notes]
+        lines = [f"{len(bad)} of {len(report.results)} RoPE conformance case(s) failed (backend {for_terminal(report.backend)}):"]
+        lines += [f"note: {for_terminal(note)}" for note in report.notes]
         lines += [failure_text(r) for r in bad]
         raise AssertionError("\n".join(lines))
     if report.judged == 0:
-        notes = "".join(f"\nnote: {note}" for note in report.notes)
-        raise AssertionError(f"backend {report.backend}: {nothing_judged_line(report)}{notes}")
+        notes = "".join(f"\nnote: {for_terminal(note)}" for note in report.notes)
+        raise AssertionError(f"backend {for_terminal(report.backend)}: {for_terminal(nothing_judged_line(report))}{notes}")
     return report

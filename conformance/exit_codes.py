@@ -15,7 +15,13 @@ name                code  meaning
 ``INTERNAL``        4     an internal roperef error (a bug in the judge itself)
 ``NO_ROPE``         5     ``roperef spec`` on a model without RoPE anywhere (BERT, GPT-2,
                           Mamba hybrids, ...): there is no spec to print
+``OUTPUT_ERROR``    6     the console could not be written (stdout or stderr on a full
+                          disk, closed, failing); the report files were written first and
+                          are complete. A reader that closes the pipe (``| head``) is not
+                          an error: the command keeps its own code
 ``INTERRUPTED``     130   stopped by Ctrl-C (a partial report is written, marked interrupted)
+``TERMINATED``      143   stopped by SIGTERM (a CI cancel, ``timeout``, ``docker stop``): as
+                          Ctrl-C, the partial report is written, marked interrupted
 ==================  ====  ============================================================
 """
 
@@ -35,4 +41,6 @@ class ExitCode(IntEnum):
     NOTHING_JUDGED = 3
     INTERNAL = 4
     NO_ROPE = 5
+    OUTPUT_ERROR = 6
     INTERRUPTED = 130
+    TERMINATED = 143

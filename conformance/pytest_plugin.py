@@ -3,6 +3,7 @@
     pytest --rope-backend mypkg.mod:Backend [--rope-filter PAT] [--rope-tier smoke|full]
            [--rope-profile NAME|FILE.toml] [--rope-golden DIR | --rope-cases DIR]
            [--rope-xfail FILE | --rope-no-xfail] [--rope-goldens-only] [--rope-no-probe] [--rope-fail-imprecise]
+           [--rope-timeout S] [--rope-set-hash HEX]
 
 The items are the cases ``roperef check --backend ...`` judges with the same options: the golden
 cases plus the cases generated for the backend's interface
@@ -16,6 +17,15 @@ repro command; NOT_SUPPORTED is a skip, XFAIL an xfail, IMPRECISE a pass with a
 items all ran and judged nothing (every one NOT_SUPPORTED) fails, as ``roperef check`` exits 3. The report
 header (like array-api-tests') names the backend, library versions, dtypes, profile, golden set
 hash and ``ROPEREF_*`` variables (:mod:`conformance.report.header`). Importing this module is cheap (no NumPy).
+
+Backend code runs under the same protection as in ``roperef check``: every call (``supports``,
+the stage, turning its result into arrays) in a call thread under a time limit (``--rope-timeout``,
+default 60 s; past it the item fails "timed out" and the session goes on), whatever it raises
+(``SystemExit`` and ``KeyboardInterrupt`` included) is that item's failure, never the session's end
+(the user's own Ctrl-C still stops pytest), its import is loaded the same way, and what it changes
+in the process (working directory, ``ROPEREF_*`` variables, ``sys.stdout``) is put back after each
+item and reported as a warning. Messages are sanitised like the console's; the nothing-judged line
+gives the top NOT_SUPPORTED reasons.
 
 Everything else (the judge, NumPy) is imported lazily, inside the hooks, once ``--rope-backend``
 is given: pytest loads this plugin in every session.
@@ -44,10 +54,15 @@ def pytest_addoption(parser: Any) -> None:
                     help="judge a built-in backend without its shipped list of known discrepancies")
     group.addoption("--rope-goldens-only", action="store_true", default=False,
                     help="the golden cases only (no cases generated for the backend's interface)")
+    group.addoption("--rope-timeout", default=None, type=float,
+                    help="seconds per backend call; past it the item fails 'timed out' (default 60)")
+    group.addoption("--rope-set-hash", default=None,
+                    help="judge only if the golden set (or --rope-cases directory) has this set hash (16+ hex digits)")
     group.addoption("--rope-no-probe", action="store_true", default=False,
                     help="diagnose failures from their own data only (never call the backend again with designed inputs)")
     group.addoption("--rope-fail-imprecise", action="store_true", default=False,
                     help="IMPRECISE cases (a precision mechanism within 8x the bound) fail instead of warning")
+
 
 
 class RopeImpreciseWarning(UserWarning):
@@ -64,17 +79,27 @@ class RopeCaseItem(pytest.Item):
         self.case, self.state = case, state
 
     def runtest(self) -> None:
-        from .judge.runner import InProcess, RunOptions, run_one
+        import warnings
+
+        from .calls.process_state import ProcessState
+        from .judge.runner import RunOptions, run_one
+        from .untrusted_text import for_terminal
 
         st = self.state
-        res = run_one(self.case, st["backend"], InProcess(st["backend"], None), st["profile"],
-                      RunOptions(xfail=st["xfail"], repro=st["repro"], probe=not st["no_probe"],
-                                 fail_imprecise=st["fail_imprecise"]), st["probes"])
+        state = ProcessState.capture()
+        try:
+            res = run_one(self.case, st["backend"], st["caller"], st["profile"],
+                          RunOptions(xfail=st["xfail"], repro=st["repro"], timeout=st["timeout"], probe=not st["no_probe"],
+                                     fail_imprecise=st["fail_imprecise"]), st["probes"])
+        finally:
+            for note in state.restore():
+                warnings.warn(f"roperef: {for_terminal(self.case.id)}: {note}", stacklevel=1)
         st["statuses"][self.case.id] = res.status
         if res.status == "NOT_SUPPORTED":
-            pytest.skip(f"NOT_SUPPORTED: {res.message}")
+            st["reasons"][res.message] = st["reasons"].get(res.message, 0) + 1
+            pytest.skip(f"NOT_SUPPORTED: {for_terminal(res.message)}")
         if res.status == "XFAIL":
-            pytest.xfail(f"{res.xfail_reason} ({res.message})")
+            pytest.xfail(f"{for_terminal(res.xfail_reason)} ({for_terminal(res.message)})")
         if res.status in ("FAIL", "ERROR") or (res.status == "IMPRECISE" and st["fail_imprecise"]):
             from .report.failure_text import failure_text
 
@@ -105,37 +130,61 @@ _STATE_KEY = "_roperef_state"
 
 def _load_state(config: Any) -> dict[str, Any]:
     """Backend, profile, cases and expected failures of this session (raises pytest.UsageError)."""
+    import math
     import shlex
 
-    from .backends.resolve import BackendError, resolve_backend
+    from .backends.resolve import BackendError
+    from .calls.load import load_in_process
+    from .calls.process_state import ProcessState
+    from .calls.stage_call import DEFAULT_TIMEOUT_S
     from .diagnose.probe import ProbeBook
     from .error_model.tolerance import default_profile_name, get_profile
     from .golden.case_source import user_case_source
     from .judge.check_sources import check_cases
+    from .judge.runner import InProcess
     from .judge.xfail import choose_xfail
+    from .untrusted_text import for_terminal
     from .usage_error import UsageError
 
     selector = config.getoption("--rope-backend")
+    timeout = config.getoption("--rope-timeout")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise pytest.UsageError(f"roperef: --rope-timeout={timeout}: must be a finite number of seconds > 0")
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    state = ProcessState.capture()
     try:
-        backend = resolve_backend(selector)
+        backend = load_in_process(selector)
+    except BackendError as exc:
+        raise pytest.UsageError(f"roperef: {for_terminal(str(exc))}") from None
+    finally:
+        notes = state.restore("the backend's import")
+    try:
         profile = get_profile(config.getoption("--rope-profile"), (), default=default_profile_name(backend.capabilities))
         own = config.getoption("--rope-cases")
+        set_hash = config.getoption("--rope-set-hash")
         if own:
-            source = user_case_source(own, config.getoption("--rope-filter"))
+            source = user_case_source(own, config.getoption("--rope-filter"), set_hash=set_hash)
         else:
             source, _ = check_cases(backend, config.getoption("--rope-golden"), config.getoption("--rope-tier"),
-                                    config.getoption("--rope-filter"), goldens_only=config.getoption("--rope-goldens-only"))
+                                    config.getoption("--rope-filter"), goldens_only=config.getoption("--rope-goldens-only"),
+                                    set_hash=set_hash)
         if config.getoption("--rope-xfail") and config.getoption("--rope-no-xfail"):
             raise UsageError("--rope-xfail and --rope-no-xfail exclude each other")
         xfail = choose_xfail(config.getoption("--rope-xfail"), not config.getoption("--rope-no-xfail"), backend, selector)
-    except (BackendError, UsageError, ValueError, TypeError) as exc:
-        raise pytest.UsageError(f"roperef: {exc}") from None
+    except (UsageError, ValueError, TypeError) as exc:
+        raise pytest.UsageError(f"roperef: {for_terminal(str(exc))}") from None
+
     no_probe, fail_imprecise = bool(config.getoption("--rope-no-probe")), bool(config.getoption("--rope-fail-imprecise"))
+
+    def flag(name: str, value: str) -> list[str]:
+        return [f"{name}={value}"] if value.startswith("-") else [name, value]
+
     return {
         "selector": selector, "backend": backend, "profile": profile, "xfail": xfail, "source": source, "statuses": {},
+        "reasons": {}, "timeout": timeout, "caller": InProcess(backend, timeout), "load_notes": notes,
         "no_probe": no_probe, "fail_imprecise": fail_imprecise, "probes": ProbeBook(enabled=not no_probe),
-        "repro": lambda case: shlex.join(["pytest", "--rope-backend", selector, *(["--rope-cases", own] if own else []),
-                                          "--rope-filter", case.id]),
+        "repro": lambda case: shlex.join(["pytest", *flag("--rope-backend", selector),
+                                          *(flag("--rope-cases", own) if own else []), *flag("--rope-filter", case.id)]),
     }
 
 
@@ -155,8 +204,9 @@ def pytest_report_header(config: Any) -> list[str]:
     from .backends.base import declaration_notes
 
     source = state["source"]
+    notes = [*declaration_notes(state["backend"]), *state["load_notes"]]
     return header_lines(state["backend"], state["selector"], state["profile"], source.info,
-                        [c.dtype for c in source.cases], declaration_notes(state["backend"]))
+                        [c.dtype for c in source.cases], notes)
 
 
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
@@ -174,7 +224,12 @@ def _nothing_judged(state: dict[str, Any] | None) -> str | None:
     statuses = state["statuses"]
     if not statuses or len(statuses) < len(state["source"].cases) or any(s != "NOT_SUPPORTED" for s in statuses.values()):
         return None  # something was judged, or not every item ran (-k, -x, a deselection): no verdict on the whole
-    return f"nothing judged: {len(statuses)} conformance item(s) of backend {state['backend'].name}, all NOT_SUPPORTED"
+    from .untrusted_text import for_terminal
+
+    top = sorted(state["reasons"].items(), key=lambda kv: -kv[1])[:3]
+    why = "; ".join(f'{n} x "{for_terminal(reason, limit=200)}"' for reason, n in top)
+    return (f"nothing judged: {len(statuses)} conformance item(s) of backend {for_terminal(state['backend'].name)}, "
+            f"all NOT_SUPPORTED (top reasons: {why})")
 
 
 def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:

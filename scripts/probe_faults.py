@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Re-run the fault probes of issue 16 and count the outcomes: clear errors, tracebacks, hangs, data loss.
+"""Re-run the fault probes of issues 16 and 27 and count the outcomes: clear errors, tracebacks, hangs,
+lost reports, wrong results, silent substitutions.
 
 Usage::
 
@@ -26,8 +27,36 @@ config mutations, which call ``conformance.cli.main.main`` in this process):
   deleted keys, garbage bytes, empty file) through ``roperef spec``; expected exit 0 or one line
   with exit 2 (5 for a model without RoPE) (what the rules accept is the config reader's business; a traceback never is).
 
-A probe "hangs" when it exceeds its limit (60 s; 20 s after SIGINT). The summary is a table per
-class and the slowest stop after Ctrl-C.
+Issue 27 (hostile backends, broken pipes, forged sets; backends in ``tests/hostile_backends.py``):
+
+- ``hostile``: backends that attack through what they hand back (``__array__`` that exits,
+  interrupts or hangs; exception text that exits, repaints the terminal or is 5 MB; ``numpy.True_``
+  from supports; a mutated spec or case; stdout replaced or closed; ``os.chdir``; a non-daemon
+  thread; a pickle written onto the worker pipe) x in process / ``--isolate`` / ``--timeout 2``;
+  expected: the exit code of the verdict they deserve, the JSON report where it was asked for,
+  the summary on stdout, no raw escape on the terminal, valid JUnit XML;
+- ``output``: ``| head -n 1``, ``> /dev/full``, ``>&-``, ``2>&-``, a 255-byte report name, an
+  undecodable case folder name; expected: the report complete, exit code as documented (a closed
+  pipe keeps the verdict, a lost console turns 0 into 6);
+- ``sigterm``: SIGTERM to runs stuck in a backend call (serial, ``--jobs 2``, ``--isolate --jobs 2``,
+  ``--timeout 600``, during ``golden generate --force``); expected 143, the partial report marked
+  ``stopped_by: SIGTERM`` (or the old or the new golden set); the time from SIGTERM to exit is reported;
+- ``cases``: user case folders with a FIFO ``case.json`` or array, a forged ``.npy`` header, a
+  deflate bomb, an array outside the folder (by path or by symlink), a symlinked case folder, a
+  changed ``config.json`` (the set hash must change), undecodable names, an id starting with ``-``;
+- ``anchor``: golden sets whose outputs were changed with every manifest hash updated (a copy of the
+  checked-in set, a written one, one named by ``ROPEREF_GOLDEN``), a wrong or malformed
+  ``--set-hash``, ``golden verify`` of an empty set;
+- ``messages``: ``ROPEREF_PRESETS`` naming a missing folder, symlink loops, ``golden audit --samples -5``,
+  ``-q`` summaries of runs that judged nothing, ``golden list | head``.
+
+Kinds: ``clear``, ``traceback``, ``hang``, ``data-loss`` (a report missing, misplaced or damaged; a
+golden directory holding neither set), ``wrong-code``, ``wrong-result`` (a verdict the run did not
+earn: a pass for a backend that tampered, an exit of the judge), ``substitution`` (something else
+judged or reported than what was asked for, silently).
+
+A probe "hangs" when it exceeds its limit (60 s; 20 s after SIGINT or SIGTERM). The summary is a
+table per class and the slowest stop after Ctrl-C and after SIGTERM.
 """
 
 from __future__ import annotations
@@ -52,7 +81,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 LIMIT_S = 60.0
-sys.path[:0] = [str(ROOT), str(TESTS)]
+sys.path[:0] = [str(ROOT), str(TESTS), str(ROOT / "scripts")]
+import probe_hostile  # noqa: E402 - the probe classes of issue 27 (scripts/probe_hostile.py)
+
 from conformance.calls.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - imported after sys.path gains the repo root
 
 
@@ -60,21 +91,24 @@ from conformance.calls.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - impor
 class Outcome:
     cls: str
     name: str
-    kind: str  # clear | traceback | hang | data-loss | wrong-code
+    kind: str  # clear | traceback | hang | data-loss | wrong-code | wrong-result | substitution
     detail: str = ""
     stop_s: float | None = None
+    signal: str = "SIGINT"
 
 
 @dataclass
 class Probe:
     outcomes: list[Outcome] = field(default_factory=list)
 
-    def add(self, cls: str, name: str, kind: str, detail: str = "", stop_s: float | None = None) -> None:
-        self.outcomes.append(Outcome(cls, name, kind, detail, stop_s))
+    def add(self, cls: str, name: str, kind: str, detail: str = "", stop_s: float | None = None,
+            signal_name: str = "SIGINT") -> None:
+        self.outcomes.append(Outcome(cls, name, kind, detail, stop_s, signal_name))
         if kind != "clear":
             print(f"  [{kind}] {cls} {name}: {detail[-300:]}", flush=True)
         elif cls != "config":
-            note = f" (stopped {stop_s:.2f} s after SIGINT)" if stop_s is not None else f" {detail[-90:]}" if detail else ""
+            note = (f" (stopped {stop_s:.2f} s after {signal_name})" if stop_s is not None
+                    else f" {detail[-90:]}" if detail else "")
             print(f"  [clear] {cls} {name}{note}", flush=True)
 
 
@@ -89,7 +123,8 @@ def _cli(args: list[str], *, env: dict[str, str] | None = None, limit: float = L
          preexec=None) -> tuple[int | None, str]:
     """(exit code or None on a hang, stdout + stderr)."""
     proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env or _env(), cwd=cwd, preexec_fn=preexec)
+                            stderr=subprocess.PIPE, text=True, env=env or _env(), cwd=cwd, preexec_fn=preexec,
+                            errors="backslashreplace")
     try:
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -104,6 +139,8 @@ def _classify(code: int | None, text: str, expected: set[int]) -> str:
         return "hang"
     if code == -signal.SIGINT:  # killed by SIGINT during interpreter exit: the shell sees 130
         code = 130
+    if code == -signal.SIGTERM:
+        code = 143
     if "Traceback (most recent call last)" in text:
         return "traceback"
     return "clear" if code in expected else "wrong-code"
@@ -144,15 +181,20 @@ def probe_backends(p: Probe, golden: Path, tmp: Path, quick: bool) -> None:
             report = tmp / "r.json"
             report.unlink(missing_ok=True)
             hung = backend.endswith((":Sleeps", ":HoldsGIL")) and mode == "isolate"  # default limit, 3 in a row
+            # a worker that dies on every call is restarted for every case (about 0.3 s each, more on a loaded
+            # machine): under isolation every route judges the generated cases too (about 200), so give it time
+            crashes = backend.endswith((":OsExit", ":Aborts", ":Segfaults")) and mode != "in-process"
             t0 = time.perf_counter()
             code, text = _cli(["check", "--backend", backend, "--golden", str(golden), "--json", str(report), "-q", *flags],
-                              limit=4 * DEFAULT_TIMEOUT_S + 30 if hung else LIMIT_S)
+                              limit=4 * DEFAULT_TIMEOUT_S + 30 if hung else 5 * LIMIT_S if crashes else LIMIT_S)
             if hung:
                 text += f" [took {time.perf_counter() - t0:.0f} s: 3 default time-outs, then the rest 'not run']"
+            elif crashes:
+                text += f" [took {time.perf_counter() - t0:.0f} s: a worker restarted for every case]"
             kind = _classify(code, text, {expected})
             if kind == "clear" and expected in (0, 1, 3) and not report.is_file():
                 kind, text = "data-loss", "no JSON report written"
-            p.add("backend", f"{backend} {mode}", kind, text if kind != "clear" or hung else "")
+            p.add("backend", f"{backend} {mode}", kind, text if kind != "clear" or hung or crashes else "")
 
 
 # ----------------------------------------------------------------------------- Ctrl-C
@@ -472,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="roperef-probe-") as tmpdir:
         tmp = Path(tmpdir)
-        for sub in ("u", "d", "c"):
+        for sub in ("u", "d", "c", "h", "o", "s", "k", "a", "m"):
             (tmp / sub).mkdir()
         golden = _golden_dir(tmp, "forward/default/half/*,freq/default/*", "golden")
         steps = [
@@ -482,6 +524,12 @@ def main(argv: list[str] | None = None) -> int:
             ("golden", lambda: probe_golden(p, tmp / "d", "forward/default/half/float64/*,freq/default/*")),
             ("generate", lambda: probe_generate(p, tmp, args.quick)),
             ("config", lambda: probe_configs(p, tmp / "c", args.quick)),
+            ("hostile", lambda: probe_hostile.probe_hostile(p, golden, tmp / "h")),
+            ("output", lambda: probe_hostile.probe_output(p, golden, tmp / "o")),
+            ("sigterm", lambda: probe_hostile.probe_sigterm(p, golden, tmp / "s")),
+            ("cases", lambda: probe_hostile.probe_cases(p, tmp / "k")),
+            ("anchor", lambda: probe_hostile.probe_anchor(p, tmp / "a")),
+            ("messages", lambda: probe_hostile.probe_messages(p, golden, tmp / "m")),
         ]
         for name, step in steps:
             if only and name not in only:
@@ -489,16 +537,18 @@ def main(argv: list[str] | None = None) -> int:
             s0 = time.perf_counter()
             step()
             print(f"{name}: done in {time.perf_counter() - s0:.0f} s", flush=True)
-    kinds = ("clear", "traceback", "hang", "data-loss", "wrong-code")
-    print(f"\n{'class':<10}{'probes':>8}" + "".join(f"{k:>12}" for k in kinds))
+    kinds = ("clear", "traceback", "hang", "data-loss", "wrong-code", "wrong-result", "substitution")
+    print(f"\n{'class':<10}{'probes':>8}" + "".join(f"{k:>13}" for k in kinds))
     for cls in dict.fromkeys(o.cls for o in p.outcomes):
         sel = [o for o in p.outcomes if o.cls == cls]
-        print(f"{cls:<10}{len(sel):>8}" + "".join(f"{sum(o.kind == k for o in sel):>12}" for k in kinds))
+        print(f"{cls:<10}{len(sel):>8}" + "".join(f"{sum(o.kind == k for o in sel):>13}" for k in kinds))
     total = p.outcomes
-    print(f"{'total':<10}{len(total):>8}" + "".join(f"{sum(o.kind == k for o in total):>12}" for k in kinds))
-    stops = [o.stop_s for o in total if o.stop_s is not None]
-    if stops:
-        print(f"\nCtrl-C to exit: max {max(stops):.2f} s, median {sorted(stops)[len(stops) // 2]:.2f} s over {len(stops)} runs")
+    print(f"{'total':<10}{len(total):>8}" + "".join(f"{sum(o.kind == k for o in total):>13}" for k in kinds))
+    for sig, words in (("SIGINT", "Ctrl-C"), ("SIGTERM", "SIGTERM")):
+        stops = [o.stop_s for o in total if o.stop_s is not None and o.signal == sig]
+        if stops:
+            print(f"\n{words} to exit: max {max(stops):.2f} s, median {sorted(stops)[len(stops) // 2]:.2f} s over "
+                  f"{len(stops)} runs")
     print(f"probes ran in {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps([o.__dict__ for o in total], indent=1) + "\n")

@@ -27,7 +27,8 @@ def golden(tmp_path_factory):
 
 def test_the_codes():
     assert [(c.name, int(c)) for c in ExitCode] == [
-        ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("INTERRUPTED", 130)]
+        ("OK", 0), ("FAILED", 1), ("USAGE", 2), ("NOTHING_JUDGED", 3), ("INTERNAL", 4), ("NO_ROPE", 5), ("OUTPUT_ERROR", 6),
+        ("INTERRUPTED", 130), ("TERMINATED", 143)]
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1"])
@@ -150,3 +151,69 @@ def test_ctrl_c_outside_a_run_is_130_without_a_traceback(monkeypatch, capsys):
 def test_debug_flag_is_not_a_usage_error(capsys):
     assert cli.main(["--debug", "golden", "list", "--filter", "freq/default/*"]) == 0
     capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- vague messages made precise (issue 27)
+
+
+def test_golden_audit_samples_out_of_range_is_one_line(capsys):
+    for value in ("-5", "0", "1000001"):
+        code, _, err = run_cli(capsys, "golden", "audit", "--samples", value)
+        assert code == 2 and f"--samples={value}: must be an integer in [1, 100000]" in err
+        assert len(err.strip().splitlines()) == 1 and "numpy" not in err.lower()
+
+
+def test_golden_list_into_a_closed_pipe_exits_0(monkeypatch):
+    r, w = os.pipe()
+    os.close(r)
+    monkeypatch.setattr(sys, "stdout", open(w, "w"))
+    code = main(["golden", "list"])
+    monkeypatch.undo()
+    assert code == 0
+
+
+def test_presets_folder_missing_or_empty_is_an_error_not_a_smaller_catalogue(tmp_path, capsys, monkeypatch):
+    for folder, problem in ((tmp_path / "missing", "does not exist"), (tmp_path, "holds no preset (*.json)")):
+        monkeypatch.setenv("ROPEREF_PRESETS", str(folder))
+        code, _, err = run_cli(capsys, "golden", "generate", "--out", str(tmp_path / "g"), "--filter", "model/*")
+        assert code == 2 and f"ROPEREF_PRESETS {folder}: {problem}" in err
+        assert not (tmp_path / "g").exists()
+
+
+def test_the_repro_line_runs_for_an_id_starting_with_a_dash(tmp_path, capsys):
+    import shlex
+
+    import numpy as np
+
+    folder = tmp_path / "c" / "a"
+    folder.mkdir(parents=True)
+    (folder / "case.json").write_text(json.dumps({"stage": "forward", "spec": {"head_dim": 8}, "id": "-dash/forward"}))
+    np.save(folder / "x.npy", np.ones((1, 2, 1, 8)))
+    np.save(folder / "positions.npy", np.array([[0, 1]], dtype=np.int64))
+    code, out, _ = run_cli(capsys, "check", "--backend", "hostile_backends:FailsById", "--cases", str(tmp_path / "c"))
+    repro = next(line.split("repro: ", 1)[1] for line in out.splitlines() if "repro: " in line)
+    assert code == 1 and "--filter=-dash/forward" in repro
+    code, out, _ = run_cli(capsys, *shlex.split(repro)[1:])  # the line as printed, run
+    assert code == 1 and "FAILED: 1 cases (1 FAIL)" in out
+
+
+def test_nothing_judged_says_why_in_every_output_mode(golden, capsys, tmp_path):
+    why = "library quantumlib is not installed"
+    code, out, err = run_cli(capsys, "check", "--backend", "hostile_backends:NotInstalled", "--golden", golden, "-q",
+                             "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"),
+                             "--markdown", str(tmp_path / "r.md"))
+    assert code == 3
+    assert out.splitlines()[-1].startswith("NOTHING JUDGED: ") and why in out.splitlines()[-1]  # stdout alone says why
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert why in summary["why_nothing_judged"]
+    assert why in (tmp_path / "j.xml").read_text() and why in (tmp_path / "r.md").read_text()
+
+
+def test_no_rope_says_why_on_stdout_too(capsys):
+    from pathlib import Path
+
+    bert = Path(__file__).resolve().parents[1] / "conformance" / "presets" / "bert-base-multilingual-cased.json"
+    code, out, err = run_cli(capsys, "spec", str(bert))
+    assert code == 5 and "no RoPE" in err
+    doc = json.loads(out)
+    assert doc["rope"] is None and doc["model_type"] == "bert" and "no rotary embedding" in doc["why"]

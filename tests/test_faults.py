@@ -215,6 +215,10 @@ def test_supports_that_exits_while_cases_are_planned_is_each_cases_error_not_an_
 
 
 def test_supports_reason_turns_every_exception_into_a_reason_but_lets_ctrl_c_through():
+    """supports() runs in a call thread: whatever it raises (KeyboardInterrupt included: the backend's,
+    not the user's) is a reason; the user's SIGINT, which lands in the waiting thread, still stops it."""
+    import threading
+
     from conformance.calls.stage_call import supports_reason
 
     case = _cases(1)[0]
@@ -224,6 +228,23 @@ def test_supports_reason_turns_every_exception_into_a_reason_but_lets_ctrl_c_thr
         def supports(self, case):
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        supports_reason(Interrupts(), case)
+    assert supports_reason(Interrupts(), case) == (
+        "supports() raised KeyboardInterrupt (raised by the backend, not a Ctrl-C of the user)")
     assert supports_reason(fb.NumpyBackend(), case) is None
+
+    class Slow(fb.NumpyBackend):
+        def supports(self, case):
+            time.sleep(5)
+            return True
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            supports_reason(Slow(), case)
+        assert time.monotonic() - t0 < 4  # it did not wait for the backend
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance.cases.npy_limits import ArrayFileError, check_npy_file
 from conformance.cli.main import main
-from conformance.golden.npy_limits import ArrayFileError, check_npy_file
 from conformance.golden.store import GoldenError, load_golden, verify_golden
 from judge_cases import materialize_subset, write_golden_dir
 from roperef.json_input import JSONInputError, JSONLimits, load_json_file, loads_limited
@@ -248,3 +248,93 @@ def test_fifo_xfail_and_profile_files_and_deep_toml_are_refused(golden, tmp_path
     deep.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
     code, _, err = _run(capsys, "check", "--backend", "numpy", "--golden", str(golden), "--profile", str(deep))
     assert code == 2 and "nested too deeply" in err
+
+
+# ----------------------------------------------------------------------------- user cases (--cases)
+
+
+def _user_case(folder: Path, **arrays: np.ndarray) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "case.json").write_text(json.dumps({"stage": "forward", "spec": {"head_dim": 8}}))
+    arrays = arrays or {"x": np.ones((1, 2, 1, 8)), "positions": np.array([[0, 1]], dtype=np.int64)}
+    for name, arr in arrays.items():
+        np.save(folder / f"{name}.npy", arr)
+    return folder
+
+
+@pytest.mark.parametrize("what", ["case.json", "x.npy"])
+def test_user_case_fifos_are_refused_without_being_opened(tmp_path, capsys, what):
+    folder = _user_case(tmp_path / "c" / "a")
+    (folder / what).unlink()
+    os.mkfifo(folder / what)
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--cases", str(tmp_path / "c"))
+    assert code == 2 and f"{folder / what} is a FIFO (named pipe), not a regular file" in err
+
+
+def test_user_case_headers_are_checked_before_allocation_and_name_the_file(tmp_path, capsys):
+    folder = _user_case(tmp_path / "c" / "a")
+    (folder / "x.npy").write_bytes(_npy_declaring(np.zeros(3), (HUGE,)))
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--cases", str(tmp_path / "c"))
+    assert code == 2 and str(folder / "x.npy") in err and "more than the limit of 4.0 GiB" in err
+
+
+def test_user_case_size_budget_refuses_a_compressed_bomb_and_bounds_the_directory(tmp_path):
+    from conformance.cases.user import MAX_CASE_BYTES, UserCaseError, load_user_cases
+
+    folder = tmp_path / "c" / "bomb"
+    folder.mkdir(parents=True)
+    (folder / "case.json").write_text(json.dumps({"stage": "forward", "spec": {"head_dim": 8}}))
+    with zipfile.ZipFile(folder / "arrays.npz", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, arr in (("x", np.zeros((1, 2**16, 2, 8))), ("positions", np.zeros((1, 2**16), dtype=np.int64))):
+            buf = io.BytesIO()
+            np.save(buf, arr)
+            zf.writestr(f"{name}.npy", buf.getvalue())
+    assert (folder / "arrays.npz").stat().st_size < 2**15 < 2**23 < MAX_CASE_BYTES  # 8.5 MiB in 30 kB
+    with pytest.raises(UserCaseError, match=r"arrays.npz \(uncompressed\) needs 8.5 MiB, past the case's size budget of 1.0 MiB"):
+        load_user_cases(tmp_path / "c", case_budget=2**20)
+    with pytest.raises(UserCaseError, match=r"stage forward on these inputs .* past the case's size budget"):
+        load_user_cases(tmp_path / "c", case_budget=2**24)  # the stored arrays fit; the float64 work does not
+    _user_case(tmp_path / "c" / "small")
+    with pytest.raises(UserCaseError, match="past the size budget of the whole case directory"):
+        load_user_cases(tmp_path / "c", case_budget=2**26, set_budget=2**24)
+
+
+def test_user_case_arrays_outside_the_folder_and_symlinked_folders_are_refused(tmp_path, capsys):
+    root = tmp_path / "c"
+    outside = _user_case(tmp_path / "elsewhere")
+    folder = root / "a"
+    folder.mkdir(parents=True)
+    (folder / "case.json").write_text(json.dumps({"stage": "forward", "spec": {"head_dim": 8},
+                                                  "arrays": {"x": "../../elsewhere/x.npy", "positions": "p.npy"}}))
+    np.save(folder / "p.npy", np.array([[0, 1]], dtype=np.int64))
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--cases", str(root))
+    assert code == 2 and "arrays.x='../../elsewhere/x.npy'" in err and "outside the case folder" in err
+    shutil.rmtree(folder)
+    _user_case(folder)
+    (folder / "x.npy").unlink()
+    (folder / "x.npy").symlink_to(outside / "x.npy")  # a symlinked file leads outside just the same
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--cases", str(root))
+    assert code == 2 and "outside the case folder" in err
+    shutil.rmtree(folder)
+    (root / "linked").symlink_to(outside)
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--cases", str(root))
+    assert code == 2 and f"{root / 'linked'} is a symlink" in err and "not followed" in err
+
+
+def test_a_symlink_loop_is_called_a_loop(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for argv in (["check", "--backend", "numpy", "--golden", str(loop)], ["check", "--backend", "numpy", "--cases", str(loop)],
+                 ["golden", "verify", str(loop)]):
+        code, _, err = _run(capsys, *argv)
+        assert code == 2 and "is a symlink loop" in err and "does not exist" not in err, argv
+
+
+def test_long_spec_is_read_within_the_json_limits_and_named(tmp_path, capsys):
+    deep = tmp_path / "spec.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--long-context", "8", "--long-spec", str(deep))
+    assert code == 2 and f"{deep}: brackets nest deeper than 64 levels" in err
+    deep.write_text('{"head_dim": 64, "pairing": "half", "theta": 1e400}')
+    code, _, err = _run(capsys, "check", "--backend", "numpy", "--long-context", "8", "--long-spec", str(deep))
+    assert code == 2 and f"{deep}: the number 1e400 overflows a float64" in err

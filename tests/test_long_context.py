@@ -150,19 +150,24 @@ class Misbehaving(Float32Emulation):
             return super().forward(x, positions, spec)[:, :-1]
         if self.how == "modify":
             x[...] = 0
-        return super().forward(x, positions, spec)
+        y = super().forward(x, positions, spec)
+        if self.how == "spec":  # a frozen spec changed anyway, after a correct result
+            object.__setattr__(spec, "theta", spec.theta * 2)
+        return y
 
 
 @pytest.mark.parametrize("how, status, words", [
     ("raise", "ERROR", "forward raised RuntimeError: kernel launch failed (chunk 1 of 3"),
     ("shape", "FAIL", "output y has shape (1, 4095, 1, 8), expected (1, 4096, 1, 8)"),
     ("modify", "FAIL", "input(s) x modified in place"),
+    ("spec", "FAIL", "input(s) spec.theta modified in place (chunk 0 of 3"),
     ("decline-late", "NOT_SUPPORTED", "positions past 4095 are not supported (chunk 1 of 3, positions 4096..8191)"),
 ])
 def test_backend_problems_are_row_results(how, status, words):
-    r = judge_row(Misbehaving(how=how), _plan(lengths=(10000,), chunk=4096), 10000, "forward", "float32",
-                  get_profile("fp32-angles"))
+    plan = _plan(lengths=(10000,), chunk=4096)
+    r = judge_row(Misbehaving(how=how), plan, 10000, "forward", "float32", get_profile("fp32-angles"))
     assert r.status == status and words in r.message, r.message
+    assert plan.spec == SMALL and plan.spec.theta == 500000.0  # the backend got a copy of the row's spec
 
 
 def test_undeclared_stage_and_dtype_are_not_supported():

@@ -30,6 +30,7 @@ from ..vocabulary import STAGES
 from .base import BaseBackend, Capabilities, assumed_capabilities, backend_stages
 from .load_file import LoadError, file_candidates, load_target
 from .names import BUILTIN_BACKENDS
+from .supports_verdict import supports_verdict
 
 __all__ = ["BackendError", "resolve_backend", "describe_selector", "ENV_VAR", "Adapted"]
 
@@ -54,7 +55,7 @@ class Adapted(BaseBackend):
     def supports(self, case: GoldenCase) -> bool | str:
         own = getattr(self.inner, "supports", None)
         if callable(own):
-            verdict = own(case)
+            verdict = supports_verdict(own(case))  # numpy.True_ is a yes, not a refusal
             if verdict is not True:
                 return verdict
         return BaseBackend.supports(self, case)

@@ -11,10 +11,8 @@ values) with boundary variants in the ``freq`` family (docs/spec.md sections 3 a
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import warnings
 from collections.abc import Iterator
 from itertools import product
 from pathlib import Path
@@ -22,8 +20,10 @@ from typing import Any
 
 from roperef.frequencies import base_inv_freq
 from roperef.hf import model_rope
+from roperef.json_input import JSONInputError, load_json_file
 from roperef.spec import SCALING_TYPES, RopeSpec, Scaling
 
+from ..paths import path_problem
 from ..vocabulary import DTYPES
 from .case import CaseRecipe, recipe_seed, shape_tag
 from .positions import PLAIN_REGIMES, REGIME_FLAGS
@@ -290,12 +290,17 @@ def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
     The shipped presets (real published configs with provenance) are what the checked-in
     golden ``model`` cases were generated from, so a checkout needs nothing beside it.
     """
+    return _presets_origin(explicit)[0]
+
+
+def _presets_origin(explicit: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """:func:`presets_dir` and what named it (for messages)."""
     if explicit:
-        return Path(explicit)
+        return Path(explicit), "presets directory"
     env = os.environ.get("ROPEREF_PRESETS")
     if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1] / "presets"
+        return Path(env), "ROPEREF_PRESETS"
+    return Path(__file__).resolve().parents[1] / "presets", "the presets shipped in conformance/presets"
 
 
 def _model(directory: str | None) -> Iterator[CaseRecipe]:
@@ -303,15 +308,19 @@ def _model(directory: str | None) -> Iterator[CaseRecipe]:
     named after the first preset (alphabetically) that resolves to it: presets sharing a spec (Llama 2 and
     Mistral 7B, the Qwen3-VL vision towers, ...) would only repeat the same case. A config whose model has no
     RoPE (BERT, GPT-2, Nemotron-H, ...) has none."""
-    folder = presets_dir(directory)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if not files:
-        warnings.warn(f"model presets not found in {folder} (set ROPEREF_PRESETS): the model family is empty",
-                      stacklevel=3)
-        return
+    folder, origin = _presets_origin(directory)
+    problem = path_problem(folder, "dir")
+    files = sorted(folder.glob("*.json")) if problem is None else []
+    if not files:  # never a silent substitute: a catalogue without its model family is not this catalogue
+        raise ValueError(f"{origin} {folder}: {problem or 'holds no preset (*.json)'}; the model family of the "
+                         "catalogue cannot be built (point ROPEREF_PRESETS at a folder of config.json presets, or unset it)")
     seen: set[RopeSpec] = set()
     for path in files:
-        resolved = model_rope(json.loads(path.read_text()))  # a model without RoPE has no spec: no case
+        try:
+            config = load_json_file(path, what="preset")
+        except (JSONInputError, FileNotFoundError) as exc:
+            raise ValueError(f"{origin}: {exc}") from None
+        resolved = model_rope(config)  # a model without RoPE has no spec: no case
         specs = {"": resolved.specs["text"]} if list(resolved.specs) == ["text"] else dict(resolved.specs)
         for key, spec in sorted(specs.items()):
             if spec in seen:

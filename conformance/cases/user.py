@@ -28,17 +28,30 @@ Arrays per stage (inputs; expected outputs optional but all or none), as in
 ``positions`` -> ``cos``, ``sin``; apply ``x``, ``cos``, ``sin`` (any tables, also ones no theta
 produces) -> ``y``; forward ``x``, ``positions`` [, ``cu_seqlens``] -> ``y``; backward ``grad``,
 ``positions`` [, ``cu_seqlens``] -> ``grad_x``. Float inputs must be exactly representable in the
-case dtype (they are what the backend receives); positions and cu_seqlens are integers. Files are
-read with ``allow_pickle=False``. Every problem raises :class:`UserCaseError` naming the file, the
-key and the rule.
+case dtype (they are what the backend receives); positions and cu_seqlens are integers. Every
+problem raises :class:`UserCaseError` naming the file, the key and the rule.
+
+The files are read under the limits golden files have: only regular files are opened (a FIFO
+named ``x.npy`` or ``case.json`` is refused, never opened), ``case.json`` and a config are read
+within :mod:`roperef.json_input`'s limits, every ``.npy`` header (alone or in an ``.npz``) is
+checked against the bytes that follow it before anything is allocated
+(:mod:`conformance.cases.npy_limits`), arrays are never unpickled; arrays (and ``case.json``)
+must lie inside their case folder once symlinks are resolved; a case folder that is a symlink is
+refused, not skipped; and a size budget bounds what a case may make the judge hold
+(:data:`MAX_CASE_BYTES`: its arrays as stored, uncompressed, plus the float64 inputs and outputs
+of its stage) and what the whole directory may (:data:`MAX_SET_BYTES`). The set hash covers every
+file a case reads, ``case.json``, configs and arrays, by the bytes that were parsed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import io
+import os
+import stat
+import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +60,29 @@ import numpy as np
 from roperef import fast
 from roperef.frequencies import inv_freq
 from roperef.hf import spec_from_config
+from roperef.json_input import JSONInputError, JSONLimits, loads_limited
 from roperef.spec import RopeSpec
 
+from ..paths import kind_of, path_problem
 from ..selection import select
 from ..vocabulary import DTYPES, OPTIONAL_INPUTS, STAGE_INPUTS, STAGE_OUTPUTS, STAGES, USER_TIER
 from .case import GoldenCase, case_family, numpy_dtype
+from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npy_stream, check_npz_archive
 
-__all__ = ["SCHEMA", "UserCaseError", "UserCaseSet", "load_user_cases", "load_user_case", "select_user_cases", "expected_outputs"]
+__all__ = ["SCHEMA", "UserCaseError", "UserCaseSet", "load_user_cases", "load_user_case", "select_user_cases", "expected_outputs",
+           "MAX_CASE_BYTES", "MAX_SET_BYTES", "Budget"]
 
 SCHEMA = "roperef-case/1"
 CASE_FILE = "case.json"
 _KEYS = frozenset({"schema", "id", "stage", "spec", "layer_type", "dtype", "flags", "family", "description", "seq_len", "arrays"})
 _FLOAT_INPUTS = ("x", "grad", "cos", "sin")
 _INT_INPUTS = ("positions", "cu_seqlens", "seq_len")
+#: what one case may make the judge hold: its arrays as stored (uncompressed) plus its float64 inputs and outputs
+MAX_CASE_BYTES = 256 * 2**20
+#: what all the cases of a directory may hold together (they stay in memory for the run)
+MAX_SET_BYTES = 1024 * 2**20
+#: case.json and a config.json: small JSON documents
+_JSON_LIMITS = JSONLimits(max_bytes=4 * 2**20)
 
 
 class UserCaseError(ValueError):
@@ -79,11 +102,129 @@ def _fail(where: Path | str, key: str, value: Any, rule: str) -> UserCaseError:
     return UserCaseError(f"{where}: {key}={shown!r}: {rule}")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _human(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+@dataclass
+class Budget:
+    """Bytes a case (``case_left``) and the whole set (``set_left``) may still make the judge hold."""
+
+    case_limit: int = MAX_CASE_BYTES
+    set_limit: int = MAX_SET_BYTES
+    case_left: int = field(init=False)
+    set_left: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.case_left, self.set_left = self.case_limit, self.set_limit
+
+    def new_case(self) -> None:
+        self.case_left = self.case_limit
+
+    def spend(self, n: int, where: Path | str, what: str) -> None:
+        """Take ``n`` bytes for ``what``; UserCaseError naming the file when the case or the set runs out."""
+        if n > self.case_left:
+            raise UserCaseError(f"{where}: {what} needs {_human(n)}, past the case's size budget of {_human(self.case_limit)} "
+                                f"({_human(self.case_limit - self.case_left)} already taken): split the case into smaller ones")
+        if n > self.set_left:
+            raise UserCaseError(f"{where}: {what} needs {_human(n)}, past the size budget of the whole case directory "
+                                f"({_human(self.set_limit)} in all): judge the directory in parts")
+        self.case_left -= n
+        self.set_left -= n
+
+
+@dataclass
+class _Files:
+    """Reads a case's files under the limits (regular files only, inside the case folder) and records
+    the sha256 of the very bytes parsed, keyed by their path relative to the root (absolute outside it)."""
+
+    root: Path
+    budget: Budget = field(default_factory=Budget)
+    read: dict[str, str] = field(default_factory=dict)
+
+    def _key(self, path: Path) -> str:
+        real = Path(os.path.realpath(path))
+        try:
+            return real.relative_to(Path(os.path.realpath(self.root))).as_posix()
+        except ValueError:
+            return real.as_posix()
+
+    def bytes(self, path: Path, limit: int, where: Path | str, what: str) -> bytes:
+        """The bytes of the regular file ``path`` (at most ``limit``); UserCaseError naming it otherwise."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise UserCaseError(f"{where}: {what} {path} {path_problem(path) or 'cannot be read'}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise UserCaseError(f"{where}: {what} {path} is {kind_of(st.st_mode)}, not a regular file "
+                                "(never opened: a FIFO or a device would block or stream forever)")
+        if st.st_size > limit:
+            raise UserCaseError(f"{where}: {what} {path} is {_human(st.st_size)}, more than the limit of {_human(limit)}")
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+        except OSError as exc:
+            raise UserCaseError(f"{where}: {what} {path} cannot be read ({exc.strerror or exc})") from None
+        if len(data) > limit:
+            raise UserCaseError(f"{where}: {what} {path} grew past the limit of {_human(limit)} while it was read")
+        self.read[self._key(path)] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def json(self, path: Path, where: Path | str, what: str) -> Any:
+        data = self.bytes(path, _JSON_LIMITS.max_bytes, where, what)
+        try:
+            return loads_limited(data.decode("utf-8"), source=str(path), limits=_JSON_LIMITS)
+        except UnicodeDecodeError as exc:
+            raise UserCaseError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except JSONInputError as exc:
+            raise UserCaseError(str(exc)) from None
+
+    def inside(self, path: Path, folder: Path, where: Path | str, key: str, ref: str) -> Path:
+        """``path`` once symlinks are resolved, refused unless it lies inside ``folder``."""
+        real, home = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+        try:
+            real.relative_to(home)
+        except ValueError:
+            raise _fail(where, key, ref, f"resolves to {real}, outside the case folder {home} (a case reads only "
+                        "files inside its own folder)") from None
+        return real
+
+    def npy(self, path: Path, where: Path, name: str) -> np.ndarray:
+        data = self.bytes(path, MAX_ARRAY_BYTES, where, f"array file (arrays.{name})")
+        try:
+            _check_npy(data, str(path))
+        except ArrayFileError as exc:
+            raise UserCaseError(f"{where}: arrays.{name}: {exc}") from None
+        self.budget.spend(len(data), where, path.name)
+        return _load_checked(data, path, where, name)
+
+    def npz(self, path: Path, where: Path) -> dict[str, np.ndarray]:
+        data = self.bytes(path, MAX_ARRAY_BYTES, where, "array archive")
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                check_npz_archive(zf, str(path))
+                self.budget.spend(sum(i.file_size for i in zf.infolist()), where, f"{path.name} (uncompressed)")
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except ArrayFileError as exc:
+            raise UserCaseError(f"{where}: {exc}") from None
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+            raise UserCaseError(f"{where}: {path} is not a readable .npz without pickle ({type(exc).__name__}: {exc})") from None
+
+
+def _check_npy(data: bytes, where: str) -> tuple[np.dtype, tuple[int, ...]]:
+    return check_npy_stream(io.BytesIO(data), len(data), where)
+
+
+def _load_checked(data: bytes, path: Path, where: Path, name: str) -> np.ndarray:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserCaseError(f"{path}: not valid JSON ({exc})") from None
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise _fail(where, f"arrays.{name}", str(path.name), f"not a readable .npy without pickle ({exc})") from None
+
+
+def _read_json(path: Path, files: _Files) -> dict[str, Any]:
+    doc = files.json(path, path, "case file")
     if not isinstance(doc, dict):
         raise UserCaseError(f"{path}: must hold a JSON object, got {type(doc).__name__}")
     unknown = sorted(set(doc) - _KEYS)
@@ -94,7 +235,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _spec(doc: Mapping[str, Any], path: Path) -> RopeSpec:
+def _spec(doc: Mapping[str, Any], path: Path, files: _Files) -> RopeSpec:
     if "spec" not in doc:
         raise _fail(path, "spec", None, "is required: a RopeSpec.to_dict() object or the path of a HF config.json")
     raw = doc["spec"]
@@ -108,12 +249,15 @@ def _spec(doc: Mapping[str, Any], path: Path) -> RopeSpec:
     if not isinstance(raw, str):
         raise _fail(path, "spec", raw, "must be an object (RopeSpec.to_dict()) or a config.json path")
 
-    config = (path.parent / raw).resolve()
-    if not config.is_file():
-        raise _fail(path, "spec", raw, f"config file {config} not found (paths are relative to the case folder)")
+    config = path.parent / raw
+    problem = path_problem(config, "file")
+    if problem:
+        problem = "not found" if problem == "does not exist" else problem
+        raise _fail(path, "spec", raw, f"config file {config} {problem} (paths are relative to the case folder)")
+    parsed = files.json(config, path, "config file")
     layer = doc.get("layer_type")
     try:
-        spec = spec_from_config(config, layer_type=layer)
+        spec = spec_from_config(parsed, layer_type=layer)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         raise UserCaseError(f"{path}: spec {raw}: {exc}") from None
     if isinstance(spec, dict):
@@ -121,31 +265,12 @@ def _spec(doc: Mapping[str, Any], path: Path) -> RopeSpec:
     return spec
 
 
-def _load_npy(file: Path, where: Path, name: str) -> np.ndarray:
-    try:
-        return np.load(file, allow_pickle=False)
-    except FileNotFoundError:
-        raise _fail(where, f"arrays.{name}", str(file.name), f"file {file} not found") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise _fail(where, f"arrays.{name}", str(file.name), f"not a readable .npy without pickle ({exc})") from None
-
-
-def _load_npz(file: Path, where: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(file, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise UserCaseError(f"{where}: array file {file} not found") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise UserCaseError(f"{where}: {file} is not a readable .npz without pickle ({exc})") from None
-
-
 def _known(stage: str) -> tuple[str, ...]:
     return STAGE_INPUTS[stage] + OPTIONAL_INPUTS.get(stage, ()) + STAGE_OUTPUTS[stage]
 
 
-def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str) -> dict[str, np.ndarray]:
-    """Arrays by name, as stored (no conversion yet)."""
+def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str, files: _Files) -> dict[str, np.ndarray]:
+    """Arrays by name, as stored (no conversion yet); every file inside the case folder."""
     folder, known = path.parent, _known(stage)
     rule = f"stage {stage} takes {', '.join(known)}"
     listing = doc.get("arrays")
@@ -160,20 +285,29 @@ def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str) -> dict[str, np.
             if not isinstance(ref, str):
                 raise _fail(path, f"arrays.{name}", ref, "must be 'file.npy' or 'file.npz:key'")
             file, _, key = ref.partition(":")
+            if file.endswith((".npz", ".npy")):
+                real = files.inside(folder / file, folder, path, f"arrays.{name}", ref)
+                problem = path_problem(real, "file")
+                if problem:
+                    problem = "not found" if problem == "does not exist" else problem
+                    raise _fail(path, f"arrays.{name}", ref, f"file {folder / file} {problem}")
             if file.endswith(".npz"):
-                arrays = npz_cache.setdefault(file, _load_npz(folder / file, path))
+                if file not in npz_cache:
+                    npz_cache[file] = files.npz(folder / file, path)
+                arrays = npz_cache[file]
                 key = key or name
                 if key not in arrays:
                     raise _fail(path, f"arrays.{name}", ref, f"{file} has no array {key!r} (it has {', '.join(arrays) or 'none'})")
                 out[name] = arrays[key]
             elif file.endswith(".npy") and not key:
-                out[name] = _load_npy(folder / file, path, name)
+                out[name] = files.npy(folder / file, path, name)
             else:
                 raise _fail(path, f"arrays.{name}", ref, "must be 'file.npy' or 'file.npz:key'")
         return out
     npz = folder / "arrays.npz"
-    if npz.is_file():
-        for key, arr in _load_npz(npz, path).items():
+    if os.path.lexists(npz):
+        files.inside(npz, folder, path, "arrays", "arrays.npz")
+        for key, arr in files.npz(npz, path).items():
             if key not in known:
                 raise UserCaseError(f"{path}: arrays.npz holds {key!r}, not an array of stage {stage} ({rule})")
             out[key] = arr
@@ -182,7 +316,8 @@ def _raw_arrays(doc: Mapping[str, Any], path: Path, stage: str) -> dict[str, np.
             raise UserCaseError(f"{path}: {npy.name} is not an array of stage {stage} ({rule}; or list files under \"arrays\")")
         if npy.stem in out:
             raise UserCaseError(f"{path}: {npy.stem} is both {npy.name} and a key of arrays.npz")
-        out[npy.stem] = _load_npy(npy, path, npy.stem)
+        files.inside(npy, folder, path, f"arrays.{npy.stem}", npy.name)
+        out[npy.stem] = files.npy(npy, path, npy.stem)
     return out
 
 
@@ -244,15 +379,29 @@ def expected_outputs(stage: str, spec: RopeSpec, inputs: Mapping[str, np.ndarray
     return {out: np.asarray(fn(inputs[name], inputs["positions"], spec, cu_seqlens=inputs.get("cu_seqlens")), dtype=np.float64)}
 
 
-def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCase:
-    """One case from its ``case.json`` (``root``: the directory its default id is relative to)."""
+def _work_bytes(stage: str, spec: RopeSpec, inputs: Mapping[str, np.ndarray]) -> int:
+    """The float64 inputs and outputs the judge will hold for the stage (before computing them)."""
+    held = sum(8 * int(a.size) for a in inputs.values())
+    if stage == "cos_sin":
+        return held + 8 * int(inputs["positions"].size) * spec.head_dim  # cos and sin: head_dim/2 each, at most
+    if stage == "inv_freq":
+        return held + 8 * spec.head_dim
+    name = "x" if stage in ("apply", "forward") else "grad"
+    return held + 8 * int(inputs[name].size) * 2  # the output, and the backend's copy of the input
+
+
+def load_user_case(path: str | Path, root: str | Path | None = None, *, files: _Files | None = None) -> GoldenCase:
+    """One case from its ``case.json`` (``root``: the directory its default id is relative to; ``files``:
+    the reader that records what it reads and holds the size budget, a fresh one by default)."""
     path = Path(path)
-    doc = _read_json(path)
+    files = files or _Files(Path(root) if root is not None else path.parent)
+    files.budget.new_case()
+    doc = _read_json(path, files)
     stage = doc.get("stage")
     if stage not in STAGES:
         raise _fail(path, "stage", stage, f"is required, one of {', '.join(STAGES)}")
-    spec = _spec(doc, path)
-    raw = _raw_arrays(doc, path, stage)
+    spec = _spec(doc, path, files)
+    raw = _raw_arrays(doc, path, stage, files)
     if stage == "inv_freq" and "seq_len" in doc:
         if "seq_len" in raw:
             raise _fail(path, "seq_len", doc["seq_len"], "given both in case.json and as an array")
@@ -272,6 +421,7 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
             inputs[name] = _float_input(name, raw[name], dtype, path) if name in _FLOAT_INPUTS else _int_input(name, raw[name], path)
     if stage == "inv_freq" and inputs["seq_len"].shape != ():
         raise _fail(path, "seq_len", str(inputs["seq_len"].shape), "must be a 0-d integer")
+    files.budget.spend(_work_bytes(stage, spec, inputs), path, f"stage {stage} on these inputs (float64 inputs and outputs)")
     try:
         computed = expected_outputs(stage, spec, inputs)
     except (ValueError, TypeError) as exc:  # roperef's own validation: names the argument and the rule
@@ -313,33 +463,57 @@ def load_user_case(path: str | Path, root: str | Path | None = None) -> GoldenCa
         raise UserCaseError(f"{path}: {exc}") from None
 
 
-def _set_hash(files: list[Path], root: Path) -> str:
-    """sha256 over (relative path, sha256 of bytes) of every file of every case, sorted."""
+def _set_hash(read: Mapping[str, str]) -> str:
+    """sha256 over (path relative to the root, sha256 of the bytes parsed) of every file the cases read, sorted."""
     h = hashlib.sha256()
-    for f in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    for key in sorted(read):
+        h.update(key.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(read[key]))
     return h.hexdigest()
 
 
-def load_user_cases(directory: str | Path) -> UserCaseSet:
-    """Every case below ``directory`` (each folder holding ``case.json``; ``directory`` itself may be one)."""
+def _case_files(root: Path) -> list[Path]:
+    """Every ``case.json`` below ``root`` (``root`` itself included), sorted; symlinked folders refused."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=_walk_error):
+        folder = Path(dirpath)
+        for d in sorted(dirnames):
+            if os.path.islink(folder / d):
+                target = os.readlink(folder / d)
+                raise UserCaseError(f"--cases {root}: {folder / d} is a symlink (to {target}); case folders are "
+                                    "not followed through symlinks: copy the folder in, or point --cases at its target")
+        dirnames.sort()
+        if CASE_FILE in filenames or os.path.lexists(folder / CASE_FILE):
+            found.append(folder / CASE_FILE)
+    return sorted(found, key=lambda p: p.as_posix())
+
+
+def _walk_error(exc: OSError) -> None:
+    raise UserCaseError(f"--cases: {exc.filename}: cannot be listed ({exc.strerror or exc})")
+
+
+def load_user_cases(directory: str | Path, *, case_budget: int = MAX_CASE_BYTES,
+                    set_budget: int = MAX_SET_BYTES) -> UserCaseSet:
+    """Every case below ``directory`` (each folder holding ``case.json``; ``directory`` itself may be one),
+    within the size budgets (bytes per case and for the whole directory)."""
     root = Path(directory)
-    if not root.is_dir():
-        raise UserCaseError(f"--cases {root}: not a directory")
-    files = sorted(root.rglob(CASE_FILE), key=lambda p: p.as_posix())
-    if not files:
+    problem = path_problem(root, "dir")
+    if problem:
+        raise UserCaseError(f"--cases {root}: {problem}")
+    case_files = _case_files(root)
+    if not case_files:
         raise UserCaseError(f"--cases {root}: no {CASE_FILE} found (one folder per case, each with {CASE_FILE} and its arrays; docs/user-cases.md)")
+    reader = _Files(root, Budget(case_budget, set_budget))
     cases: list[GoldenCase] = []
     seen: dict[str, Path] = {}
-    used = []
-    for f in files:
-        case = load_user_case(f, root if f.parent != root else root.parent)
+    for f in case_files:
+        reader.inside(f, f.parent, f, "case file", CASE_FILE)
+        case = load_user_case(f, root if f.parent != root else root.parent, files=reader)
         if case.id in seen:
             raise UserCaseError(f"{f}: id {case.id!r} is also the id of {seen[case.id]}")
         seen[case.id] = f
         cases.append(case)
-        used += [p for p in f.parent.iterdir() if p.is_file() and (p.suffix in (".npy", ".npz") or p.name == CASE_FILE)]
-    info = {"directory": str(root), "set_hash": _set_hash(used, root), "tier": USER_TIER, "source": f"user cases in {root}", "selected": len(cases)}
+    info = {"directory": str(root), "set_hash": _set_hash(reader.read), "tier": USER_TIER, "source": f"user cases in {root}",
+            "selected": len(cases), "files_read": len(reader.read)}
     return UserCaseSet(cases, info)
 
 

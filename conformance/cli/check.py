@@ -3,18 +3,26 @@
 Exit codes (:class:`conformance.exit_codes.ExitCode`): 0 cases were judged and every one passed
 (XFAIL and XPASS do not fail a run, nor does IMPRECISE unless --fail-imprecise), 1 any FAIL or
 ERROR (or IMPRECISE with --fail-imprecise), 2 a usage or input error (one line on stderr, no
-traceback), 3 nothing was judged (every selected case NOT_SUPPORTED), 130 interrupted by Ctrl-C
-(the partial report is still printed and written, marked interrupted).
+traceback), 3 nothing was judged (every selected case NOT_SUPPORTED), 6 the console could not be
+written (the report files were), 130 interrupted by Ctrl-C, 143 by SIGTERM (the partial report is
+still written and printed, marked interrupted).
 
 IMPRECISE: a case over its bound by at most 8x whose output a precision mechanism reproduces
 (frequencies drifting with the pair index as in ggml, an angle error growing with the angle,
 rounding coarser than declared): the meaning is right, the precision below the declaration; the
 report names the mechanism and the --tol constants or declaration under which it would pass.
+
+Order of a run: the flags are checked as given, then every path is made absolute before the
+backend is loaded (a backend that changes the working directory moves nothing); the backend is
+loaded and whatever its import changed in the process is put back and noted; the cases are
+loaded and their set anchored; the run; then the report files, written atomically with Ctrl-C
+and SIGTERM held off; the console last.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import shlex
@@ -27,11 +35,12 @@ from typing import Any
 
 from ..backends.resolve import ENV_VAR, BackendError
 from ..calls.isolate import IsolatedBackend
+from ..calls.process_state import ProcessState
 from ..calls.stage_call import DEFAULT_TIMEOUT_S
 from ..cases.case import GoldenCase
 from ..error_model.tolerance import default_profile_name, get_profile
 from ..exit_codes import ExitCode
-from ..golden.atomic_files import NotARegularFile, require_writable_target
+from ..golden.atomic_files import NotARegularFile, require_writable_target, sigint_deferred
 from ..golden.case_source import user_case_source
 from ..interrupt import StopFlag, sigint_sets
 from ..judge import runner  # runner.run_cases called through the module: tests wrap it to see the options
@@ -41,10 +50,11 @@ from ..judge.runner import RunOptions, effective_jobs
 from ..judge.xfail import builtin_name, load_xfail, shipped_xfail
 from ..report import formats as rep
 from ..report.sections import coverage_line, write_verdict_png
+from ..untrusted_text import for_terminal
 from ..usage_error import UsageError
 from ..vocabulary import DTYPES, TIERS
 from .backend_load import load_in_process, load_isolated_backend
-from .check_modes import add_mode_arguments, parse_mode
+from .check_modes import add_mode_arguments, option, parse_mode
 from .compile_notice import compile_notice
 from .exchange import ExchangeError, OutputsBackend
 
@@ -69,6 +79,9 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
     xf.add_argument("--no-xfail", action="store_true",
                     help="judge a built-in backend without its shipped list of known discrepancies "
                          "(conformance/backends/xfail/NAME.txt, applied by default)")
+    p.add_argument("--set-hash", "--golden-hash", dest="set_hash", default=None, metavar="HEX",
+                   help="judge only if the golden set (or --cases directory) has this set hash (or starts with these "
+                        "16+ hex digits), as the header prints it; env ROPEREF_SET_HASH")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="run N cases at a time (capped by the number of CPU cores)")
     p.add_argument("--isolate", action="store_true", help="run the backend in worker processes (segfaults, exits and hangs become ERROR)")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -117,16 +130,19 @@ class Progress:
             return
         width = 30
         fill = int(width * self.done / max(self.total, 1))
-        self.stream.write(
+        self._write(
             f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {self.failed} failing "
             f"{time.perf_counter() - self.t0:5.1f}s"
         )
+
+    def _write(self, text: str) -> None:
+        """The bar's own ``\r`` must reach the terminal (a guarded stream escapes other writers')."""
+        getattr(self.stream, "write_raw", self.stream.write)(text)
         self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
-            self.stream.write("\r" + " " * 79 + "\r")
-            self.stream.flush()
+            self._write("\r" + " " * 79 + "\r")
 
 
 # ----------------------------------------------------------------------------- run
@@ -135,24 +151,24 @@ class Progress:
 def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str]:
     base = ["roperef", "check"]
     if args.outputs:
-        base += ["--outputs", args.outputs]
+        base += option("--outputs", args.outputs)
     else:
-        base += ["--backend", backend]
+        base += option("--backend", backend)
     if args.cases:
-        base += ["--cases", args.cases]
+        base += option("--cases", args.cases)
     for flag in ("golden", "profile"):
         value = getattr(args, flag)
         if value:
-            base += [f"--{flag}", str(value)]
+            base += option(f"--{flag}", str(value))
     for t in args.tol:
-        base += ["--tol", t]
+        base += option("--tol", t)
     if args.tier != "smoke":
         base += ["--tier", args.tier]
     if args.isolate:
         base.append("--isolate")
     if args.timeout is not None:
         base += ["--timeout", f"{args.timeout:g}"]
-    return lambda case: shlex.join([*base, "--filter", case.id])
+    return lambda case: shlex.join([*base, *option("--filter", case.id)])  # (an id may start with '-')
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -190,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         with ExitStack() as judging:  # holds the compile notice once a backend is loaded (below)
             return _run(args, judging)
     except UsageError as exc:
-        print(f"roperef check: error: {exc}", file=sys.stderr)
+        print(f"roperef check: error: {for_terminal(str(exc))}", file=sys.stderr)
         return ExitCode.USAGE
 
 
@@ -211,6 +227,22 @@ def _load_backend(args: argparse.Namespace, stop: Any, timeout: float, isolate: 
         raise UsageError(str(exc)) from None
 
 
+#: the command line's paths, made absolute before the backend is loaded
+_PATH_FLAGS = ("json", "junit", "markdown", "plot", "golden", "cases", "outputs", "xfail", "save_failures")
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path of the command line made absolute now: a backend that calls ``os.chdir`` (at import
+    or while it runs) cannot move the reports or change which golden set is read."""
+    for flag in _PATH_FLAGS:
+        value = getattr(args, flag, None)
+        if value:
+            try:
+                setattr(args, flag, os.path.abspath(value))
+            except (OSError, ValueError):  # a working directory that no longer exists: leave it as given
+                pass
+
+
 def _run(args: argparse.Namespace, judging: ExitStack) -> int:
     _check_args(args)
     try:
@@ -221,14 +253,19 @@ def _run(args: argparse.Namespace, judging: ExitStack) -> int:
         given = load_xfail(args.xfail) if args.xfail else None
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    _absolute_paths(args)  # checked as given above; from here on absolute, before the backend is loaded
 
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     isolate = bool(args.isolate or (args.timeout is not None and not args.outputs))
     stop = StopFlag()
-    backend, selector, label = _load_backend(args, stop, timeout, isolate)
+    state = ProcessState.capture()
+    try:
+        backend, selector, label = _load_backend(args, stop, timeout, isolate)
+    finally:
+        load_notes = state.restore("the backend's import")  # a chdir, a replaced sys.stdout: put back, said
     judging.enter_context(compile_notice(sys.stderr))  # a machine's first run says what it compiles, never a silent minute
     try:
-        return _judge(args, mode, backend, selector, label, stop, timeout, isolate, given)
+        return _judge(args, mode, backend, selector, label, stop, timeout, isolate, given, load_notes)
     finally:
         close = getattr(backend, "close", None)
         if isinstance(backend, IsolatedBackend) and callable(close):
@@ -236,7 +273,7 @@ def _run(args: argparse.Namespace, judging: ExitStack) -> int:
 
 
 def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | None, label: str, stop: StopFlag,
-           timeout: float, isolate: bool, given: Any) -> int:
+           timeout: float, isolate: bool, given: Any, load_notes: list[str]) -> int:
     shipped = given is None and not args.no_xfail and not args.outputs
     try:
         xfail = given if given is not None else shipped_xfail(builtin_name(backend, selector)) if shipped else None
@@ -245,20 +282,27 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         raise UsageError(str(exc)) from None
 
     if mode is not None:
-        options = RunOptions(profile=profile, timeout=args.timeout, isolate=args.isolate, xfail=xfail,
-                             diagnose=not args.no_diagnose, probe=not args.no_probe, fail_imprecise=args.fail_imprecise)
-        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress)
-        _write_reports(args, report, info)
+        options = RunOptions(profile=profile, timeout=timeout, isolate=isolate, xfail=xfail,
+                             diagnose=not args.no_diagnose, probe=not args.no_probe,
+                             fail_imprecise=args.fail_imprecise)
+        out, err = io.StringIO(), io.StringIO()  # the console, printed after the report files
+        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress,
+                                      out=out, err=err)
+        report.notes[:0] = load_notes
+        printed = _write_reports(args, report, info)
+        sys.stdout.write(out.getvalue() + printed)
+        sys.stderr.write(err.getvalue())
         return int(code)
     filters = list(args.filter)
     plan = None
     if args.outputs:
-        source = backend.case_source(args.golden, args.tier, filters, args.dtype)
+        source = backend.case_source(args.golden, args.tier, filters, args.dtype, set_hash=args.set_hash)
     elif args.cases:
-        source = user_case_source(args.cases, filters, args.dtype)
+        source = user_case_source(args.cases, filters, args.dtype, set_hash=args.set_hash)
     else:
         source, plan = check_cases(backend, args.golden, args.tier, filters, args.dtype,
-                                   goldens_only=args.goldens_only, generated_only=args.generated_only)
+                                   goldens_only=args.goldens_only, generated_only=args.generated_only,
+                                   set_hash=args.set_hash)
     jobs = effective_jobs(args.jobs)
     if jobs < args.jobs:
         print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
@@ -273,12 +317,28 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
             report = runner.run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
+    report.notes[:0] = load_notes
     attach_sections(report, source.cases, backend, plan)
     if xfail is not None and given is None:
         # a shipped list covers several case sets (smoke, full, examples): only entries whose every
         # selected match passed are worth a line here (check_backends.py passes --xfail: all of them)
         report.stale_xfails = [e for e in report.stale_xfails if e["why"] != "matches no selected case"]
     golden_info = source.info
+    printed = _write_reports(args, report, golden_info)  # the files first: a failing console loses nothing
+    _console(args, report, golden_info)
+    sys.stdout.write(printed)
+    code = exit_code_for(report)
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        by = "SIGTERM" if code == ExitCode.TERMINATED else "Ctrl-C"
+        print(f"roperef check: interrupted after {len(report.results)} of "
+              f"{len(report.results) + report.not_run} cases by {by} (partial report)", file=sys.stderr)
+    elif code == ExitCode.NOTHING_JUDGED:
+        print(f"roperef check: {for_terminal(nothing_judged_line(report))}", file=sys.stderr)
+    return code
+
+
+def _console(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
+    """The console report (``-q``: problems, coverage, the run-level diagnosis and the summary only)."""
     if args.quiet:
         problems = [r for r in report.results if r.status in ("FAIL", "ERROR", "IMPRECISE")]
         for r in problems:
@@ -286,37 +346,33 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         if report.coverage:
             print(coverage_line(report.coverage))
         if report.verdict:
-            print(f"run-level diagnosis: {report.verdict['summary']}")
+            print(f"run-level diagnosis: {for_terminal(report.verdict['summary'])}")
         print(rep.summary_line(report))
     else:
         rep.console(report, sys.stdout, golden=golden_info)
-    _write_reports(args, report, golden_info)
-    code = exit_code_for(report)
-    if code == ExitCode.INTERRUPTED:
-        print(f"roperef check: interrupted after {len(report.results)} of {len(report.results) + report.not_run} "
-              "cases (partial report)", file=sys.stderr)
-    elif code == ExitCode.NOTHING_JUDGED:
-        print(f"roperef check: {nothing_judged_line(report)}", file=sys.stderr)
-    return code
 
 
-def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> None:
-    """--json, --junit, --markdown, --plot (an unwritable path is a usage error)."""
+def _write_reports(args: argparse.Namespace, report: Any, golden_info: dict[str, Any]) -> str:
+    """--json, --junit, --markdown, --plot, each atomically, with Ctrl-C and SIGTERM held until all are
+    written (an unwritable path is a usage error). Returns what to print about them."""
     command = ["roperef", "check", *sys.argv[2:]] if sys.argv and sys.argv[0].endswith("roperef") else None
+    printed = ""
     try:
-        if args.json:
-            rep.write_json(report, args.json, golden=golden_info, command=command)
-        if args.junit:
-            rep.write_junit(report, args.junit)
-        if args.markdown:
-            rep.write_markdown(report, args.markdown, golden=golden_info)
-        if args.plot:
-            paths = rep.write_plots(report, args.plot)
-            verdict_png = write_verdict_png(report, args.plot)
-            if verdict_png:
-                paths.append(verdict_png)
-            print(f"wrote {len(paths)} plot(s) to {args.plot}")
+        with sigint_deferred():
+            if args.json:
+                rep.write_json(report, args.json, golden=golden_info, command=command)
+            if args.junit:
+                rep.write_junit(report, args.junit)
+            if args.markdown:
+                rep.write_markdown(report, args.markdown, golden=golden_info)
+            if args.plot:
+                paths = rep.write_plots(report, args.plot)
+                verdict_png = write_verdict_png(report, args.plot)
+                if verdict_png:
+                    paths.append(verdict_png)
+                printed = f"wrote {len(paths)} plot(s) to {args.plot}\n"
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write report: {exc}") from None
+    return printed

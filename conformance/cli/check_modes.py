@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from roperef.errors import bad
 from roperef.hf import spec_from_config
+from roperef.json_input import JSONInputError, load_json_file
 from roperef.spec import RopeSpec
 
 from ..cases.catalog import presets_dir
@@ -52,7 +53,7 @@ from ..long_context.stream import (
 from ..report import formats as rep
 from ..selection import select
 
-__all__ = ["add_mode_arguments", "parse_mode", "ExploreMode", "LongContextMode", "exit_code"]
+__all__ = ["add_mode_arguments", "parse_mode", "ExploreMode", "LongContextMode", "exit_code", "option"]
 
 
 def add_mode_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,13 +115,13 @@ def _load_spec(text: str) -> Any:
         if not preset.is_file():
             bad("--long-spec", text, f"is neither a file nor a preset name in {presets_dir()}")
         path = preset
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    try:  # within the JSON limits (depth, digits, finite numbers, size, a regular file): errors name the file
+        data = load_json_file(path, what="spec")
+    except (OSError, JSONInputError) as exc:
         bad("--long-spec", text, f"does not read as JSON ({exc})")
     if isinstance(data, dict) and "pairing" in data:  # roperef spec output (HF configs have no 'pairing')
         return RopeSpec.from_dict(data)
-    spec = spec_from_config(str(path))
+    spec = spec_from_config(data)
     if not isinstance(spec, RopeSpec):
         bad("--long-spec", text, f"resolves to several specs ({', '.join(spec)}); write one with "
             f"`roperef spec {path} --layer-type NAME > spec.json` and pass that")
@@ -145,7 +146,7 @@ def parse_mode(args: argparse.Namespace) -> ExploreMode | LongContextMode | None
             bad("--seed", args.seed, "needs --explore or --long-context")
         return None
     common = {"--outputs": bool(args.outputs), "--golden": bool(args.golden), "--tier": args.tier != "smoke",
-              "--jobs": args.jobs != 1}
+              "--jobs": args.jobs != 1, "--set-hash": bool(getattr(args, "set_hash", None))}
     if explore:
         _refuse(args, "--explore", {**common, "--filter": bool(args.filter)})
         count = _integer("--explore", args.explore, 1, MAX_COUNT)
@@ -186,8 +187,13 @@ def exit_code(report: RunReport, err: TextIO | None = None) -> ExitCode:
     return ExitCode.OK
 
 
+def option(flag: str, value: str) -> list[str]:
+    """``[flag, value]``, or ``[flag=value]`` when the value starts with ``-`` (argparse would take it for an option)."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
 def _base_command(args: argparse.Namespace, label: str) -> list[str]:
-    cmd = ["roperef", "check", "--backend", label]
+    cmd = ["roperef", "check", *option("--backend", label)]
     for flag in ("profile",):
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
@@ -250,7 +256,8 @@ class ExploreMode:
                 save_cases([f.case for f in outcome.findings], self.save_to)
                 for f in outcome.findings:
                     f.saved_to = self.save_to
-                    f.replay = shlex.join([*base, "--golden", self.save_to, "--goldens-only", "--filter", f.case.id])
+                    f.replay = shlex.join([*base, *option("--golden", self.save_to), "--goldens-only",
+                                           *option("--filter", f.case.id)])
             except (OSError, ValueError) as exc:
                 saved_problem = f"roperef check: error: --save-failures {self.save_to}: {exc}"
         seed_note = "" if self.seed_given else " (random; pass --seed to repeat)"
@@ -344,9 +351,9 @@ class LongContextMode:
         for r in report.results:
             length = r.id.split("/")[-1].split("-")[0][1:]
             cmd = [*base, "--long-context", length, "--chunk", str(plan.chunk), "--long-heads", str(plan.heads),
-                   "--seed", str(plan.seed), "--filter", r.id]
+                   "--seed", str(plan.seed), *option("--filter", r.id)]
             if args.long_spec:
-                cmd += ["--long-spec", args.long_spec]
+                cmd += option("--long-spec", args.long_spec)
             r.repro = shlex.join(cmd)
         out.write(f"long context: {', '.join(str(t) for t in plan.lengths)} tokens x {plan.heads} heads, chunks of "
                   f"{plan.chunk} tokens, spec {json.dumps(spec.to_dict(), separators=(',', ':'))}, input seed {plan.seed}\n")

@@ -30,7 +30,7 @@ Reading an outputs directory trusts nothing in it: ``export.json`` and ``backend
 within the limits of :mod:`roperef.json_input`; every case folder ``export.json`` names must lie
 inside DIR (no absolute paths, no ``..``, no symbolic link leading out); an ``out_*.npy`` that is
 not a regular file (a FIFO would block) or whose header declares more data than the file holds
-is that case's ERROR, checked before NumPy allocates anything (:mod:`conformance.golden.npy_limits`).
+is that case's ERROR, checked before NumPy allocates anything (:mod:`conformance.cases.npy_limits`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from roperef.json_input import JSONInputError, load_json_file
 from ..backends.base import Capabilities
 from ..calls.stage_call import StageError
 from ..cases.case import GoldenCase, numpy_dtype
+from ..cases.npy_limits import ArrayFileError, check_npy_file
 from ..golden.atomic_files import write_bytes_atomic, write_text_atomic
 from ..golden.case_source import CaseSource, load_cases
-from ..golden.npy_limits import ArrayFileError, check_npy_file
 from ..usage_error import UsageError
 from ..vocabulary import DTYPES, STAGE_OUTPUTS, STAGES
 
@@ -213,10 +213,12 @@ class OutputsBackend:
         self.capabilities = Capabilities(stages=frozenset(STAGES), angle_dtype=angle, table_dtype=table,
                                          applies_attention_factor=bool(data.get("applies_attention_factor", True)))
 
-    def case_source(self, golden: str | None, tier: str, filters: Sequence[str], dtypes: Sequence[str]) -> Any:
-        """The golden cases of the exported ids (expected values come from the golden set, not the export)."""
+    def case_source(self, golden: str | None, tier: str, filters: Sequence[str], dtypes: Sequence[str], *,
+                    set_hash: str | None = None) -> Any:
+        """The golden cases of the exported ids (expected values come from the golden set, not the export;
+        ``set_hash`` pins it, as ``--set-hash``)."""
         ids = set(self.index["cases"])
-        src = load_cases(golden, "full" if tier == "full" else tier, filters, dtypes)
+        src = load_cases(golden, "full" if tier == "full" else tier, filters, dtypes, set_hash=set_hash)
         cases = [c for c in src.cases if c.id in ids]
         missing = sorted(ids - {c.id for c in src.cases}) if not filters and not dtypes else []
         if missing and tier == "smoke":

@@ -3,18 +3,22 @@
 - ``generate [--tier smoke|full] [--out DIR] [--filter PAT] [--force]``: materialize the catalogue
   (reference and Numba twin must agree within 2 ulp, error over spacing) and write it as one transaction (the old
   set or the new one, whatever happens); refuses to overwrite a different set without
-  ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C stops between cases.
+  ``--force``; ``unchanged: N cases`` when the set is already there; Ctrl-C (or SIGTERM) stops between
+  cases (exit 130, or 143).
 - ``verify [DIR]``: schema, hashes, recompute-and-compare; exit 1 when a problem is found.
 - ``list [--filter PAT] [--tier T]``: catalogue ids with stage and flags (default tier smoke, like
   ``check``); exit 2 when the filter matches nothing.
 - ``show ID [--dir DIR]``: spec, shapes, flags and a few values (from the golden set, else built).
-- ``audit [DIR] [--filter PAT] [--samples N]``: mpmath audit; exit 1 when a forward, backward or
-  apply output exceeds 4 units of roundoff of its pair magnitude.
+- ``verify`` also prints the set hash and whether it is the published one (:mod:`conformance.golden.published`);
+  a set that lists no case is a problem (exit 1).
+- ``audit [DIR] [--filter PAT] [--samples N]``: mpmath audit (N in [1, 100000]); exit 1 when a forward,
+  backward or apply output exceeds 4 units of roundoff of its pair magnitude.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import os
@@ -31,9 +35,12 @@ from ..cases.materialize import catalogue, materialize
 from ..exit_codes import ExitCode
 from ..golden.atomic_files import require_writable_target, write_text_atomic
 from ..golden.audit import BOUND_UNITS, audit_case
+from ..golden.published import published_description
 from ..golden.store import GoldenError, default_golden_dir, load_golden, read_manifest, verify_golden, write_golden_set
-from ..interrupt import StopFlag, sigint_sets
+from ..interrupt import StopFlag, Terminated, sigint_sets
+from ..paths import path_problem
 from ..selection import select
+from ..untrusted_text import for_terminal
 
 __all__ = ["add_parser", "run"]
 
@@ -81,9 +88,10 @@ def _progress(done: int, total: int, label: str, start: float) -> None:
     width = 30
     filled = width * done // max(total, 1)
     bar = "#" * filled + "-" * (width - filled)
-    sys.stderr.write(f"\r[{bar}] {done}/{total} {time.perf_counter() - start:5.1f}s {label[:60]:<60}")
+    write = getattr(sys.stderr, "write_raw", sys.stderr.write)  # the bar's own \r (the stream escapes others')
+    write(f"\r[{bar}] {done}/{total} {time.perf_counter() - start:5.1f}s {for_terminal(label[:60]):<60}")
     if done == total:
-        sys.stderr.write("\n")
+        write("\n")
     sys.stderr.flush()
 
 
@@ -108,8 +116,8 @@ def _generate(args: argparse.Namespace) -> int:
                 break
             _progress(k, len(recipes), recipe.id, start)
             cases.append(materialize(recipe))
-    if stop.is_set():
-        raise KeyboardInterrupt  # nothing was written: the old set is untouched
+    if stop.is_set():  # nothing was written: the old set is untouched
+        raise Terminated if stop.terminated else KeyboardInterrupt
     _progress(len(recipes), len(recipes), "done", start)
     tier = args.tier if not args.filter else f"{args.tier}-filtered"
     tier = tier if tier in ("smoke", "full") else "custom"
@@ -125,9 +133,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else default_golden_dir()
-    if not folder.is_dir():
-        print(f"roperef golden verify: error: {folder}: {'is not a directory' if folder.exists() else 'does not exist'} "
-              "(no golden set there)", file=sys.stderr)
+    problem = path_problem(folder, "dir")
+    if problem:
+        print(f"roperef golden verify: error: {folder}: {problem} (no golden set there)", file=sys.stderr)
         return ExitCode.USAGE
     problems = verify_golden(folder)
     for p in problems:
@@ -135,7 +143,12 @@ def _verify(args: argparse.Namespace) -> int:
     if problems:
         print(f"{folder}: {len(problems)} problem(s)", file=sys.stderr)
         return ExitCode.FAILED
+    _, raw = read_manifest(folder)
+    set_hash = hashlib.sha256(raw).hexdigest()
+    published = published_description(set_hash)
     print(f"{folder}: OK (schema, hashes, outputs, frequencies and attention factors recomputed bit for bit)")
+    print(f"set hash {set_hash}: " + (f"published ({published})" if published else
+                                      f"not a published set; `roperef check --set-hash {set_hash[:16]}` pins it"))
     return ExitCode.OK
 
 
@@ -153,7 +166,7 @@ def _list(args: argparse.Namespace) -> int:
 def _find_case(case_id: str, directory: str | None) -> tuple[GoldenCase, str]:
     folder = Path(directory) if directory else default_golden_dir()
     if directory and not (folder / "manifest.json").is_file():
-        raise GoldenError(f"--dir {folder}: {'holds no manifest.json' if folder.is_dir() else 'does not exist'} "
+        raise GoldenError(f"--dir {folder}: {path_problem(folder, 'dir') or 'holds no manifest.json'} "
                           "(no golden set there)")
     if (folder / "manifest.json").is_file():
         manifest, _ = read_manifest(folder)
@@ -182,7 +195,15 @@ def _show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+#: the most random elements ``golden audit --samples`` takes per case
+MAX_SAMPLES = 100_000
+
+
 def _audit(args: argparse.Namespace) -> int:
+    if not 1 <= args.samples <= MAX_SAMPLES:
+        print(f"roperef golden audit: error: --samples={args.samples}: must be an integer in [1, {MAX_SAMPLES}] "
+              "(random elements audited per case)", file=sys.stderr)
+        return ExitCode.USAGE
     if args.json_out:
         require_writable_target(args.json_out)  # a FIFO or a directory: refused before the audit, not after
     golden = load_golden(args.dir)
@@ -198,7 +219,7 @@ def _audit(args: argparse.Namespace) -> int:
     _progress(len(cases), len(cases), "done", start)
     print(f"{'case':<78} {'n':>5} {'max ulp':>9} {'bound':>7}")
     for r in results:
-        print(f"{r.id:<78} {r.n:>5} {r.max_ulp:>9.3g} {r.max_bound:>7.3g}")
+        print(f"{for_terminal(r.id):<78} {r.n:>5} {r.max_ulp:>9.3g} {r.max_bound:>7.3g}")
     rot = [r for r in results if r.stage in ("forward", "backward", "apply")]
     over = [r for r in rot if not r.within_bound]
     print(f"audited {sum(r.n for r in results)} elements of {len(results)} cases in "
@@ -237,5 +258,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         return handlers[action](args)
     except GoldenError as exc:
-        print(f"roperef golden {action}: error: {exc}", file=sys.stderr)
+        print(f"roperef golden {action}: error: {for_terminal(str(exc))}", file=sys.stderr)
         return ExitCode.USAGE

@@ -3,9 +3,15 @@
 ``roperef spec CONFIG.json``; ``roperef golden {generate,verify,list,show,audit,export}``;
 ``roperef check [--backend NAME] ...``. Exit codes: :class:`conformance.exit_codes.ExitCode`
 (0 success, 1 a check failed, 2 usage or input error, 3 nothing judged, 4 an internal
-roperef error, 130 interrupted). Whatever goes wrong, the user gets one line on stderr naming
-the file, key or argument and the problem, never a traceback; ``--debug`` (anywhere on the
-command line) or ``ROPEREF_DEBUG=1`` prints the traceback as well.
+roperef error, 5 no RoPE, 6 the console could not be written, 130 interrupted, 143 SIGTERM).
+Whatever goes wrong, the user gets one line on stderr naming the file, key or argument and the
+problem, never a traceback; ``--debug`` (anywhere on the command line) or ``ROPEREF_DEBUG=1``
+prints the traceback as well.
+
+The command writes through guarded streams (:mod:`conformance.cli.streams`): control characters
+escaped, a closed pipe (``| head``) or a full disk never a traceback. SIGTERM stops every
+command the way Ctrl-C does (:mod:`conformance.interrupt`). A thread a backend left running does
+not keep the process alive after the summary (:func:`console_main`).
 """
 
 from __future__ import annotations
@@ -16,12 +22,16 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
 from ..exit_codes import ExitCode
+from ..interrupt import Terminated, sigterm_raises
+from ..untrusted_text import for_terminal
+from .streams import guarded_streams, output_exit_code
 
 __all__ = ["main", "SUBCOMMANDS"]
 
@@ -82,12 +92,31 @@ def _describe(exc: BaseException) -> tuple[ExitCode, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``roperef`` command; its exit code (see the module docstring). argparse's own exits
+    (``--help``, a usage error) raise ``SystemExit`` as usual."""
+    with guarded_streams() as (out, err), sigterm_raises():
+        code = _main(argv)
+        out.flush()
+        err.flush()
+        for stream in (out, err):
+            if stream.failure is not None and not stream.broken_pipe and err.failure is None:
+                reason = getattr(stream.failure, "strerror", None) or str(stream.failure)
+                print(f"roperef: error: cannot write to {stream.name}: {reason} (report files given with "
+                      "--json/--junit/--markdown were written before the console)", file=err)
+                err.flush()
+    return output_exit_code(code, out, err)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list or os.environ.get("ROPEREF_DEBUG", "") not in ("", "0")
     args_list = [a for a in args_list if a != "--debug"]
     try:
         parser, modules = build_parser()  # imports the subcommands (NumPy): Ctrl-C may land here
         args = parser.parse_args(args_list)
+    except Terminated:
+        print("roperef: terminated (SIGTERM)", file=sys.stderr)
+        return ExitCode.TERMINATED
     except KeyboardInterrupt:
         print("roperef: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -97,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefix = f"roperef {args.command}" + (f" {args.golden_command}" if getattr(args, "golden_command", None) else "")
     try:
         return int(modules[args.command].run(args))
+    except Terminated:
+        print(f"{prefix}: terminated (SIGTERM)", file=sys.stderr)
+        return ExitCode.TERMINATED
     except KeyboardInterrupt:
         print(f"{prefix}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -110,23 +142,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         code, line = _describe(exc)
-        print(f"{prefix}: error: {line}", file=sys.stderr)
+        print(f"{prefix}: error: {for_terminal(line)}", file=sys.stderr)
         return code
 
 
+def _lingering_threads() -> list[str]:
+    """Names of the non-daemon threads still running besides the main one (Python would wait for them)."""
+    return [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+
+
 def console_main() -> int:
-    """The ``roperef`` command (and ``python -m conformance.cli``): :func:`main`, then Ctrl-C ignored
-    while the interpreter shuts down. A SIGINT that lands after the run has ended (its report
-    written, its exit code decided) would otherwise make the process die by the signal (-2) instead
-    of exiting with that code; an interrupted run exits 130 without the interpreter's shutdown."""
+    """The ``roperef`` command (and ``python -m conformance.cli``): :func:`main`, then Ctrl-C and
+    SIGTERM ignored while the interpreter shuts down. A signal that lands after the run has ended
+    (its report written, its exit code decided) would otherwise make the process die by the signal
+    (-2, -15) instead of exiting with that code; an interrupted run exits without the interpreter's
+    shutdown, and so does a run after which a backend's non-daemon thread is still running (Python
+    would wait for it forever after the summary)."""
     code = main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if code == ExitCode.INTERRUPTED:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    lingering = _lingering_threads()
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED) or lingering:
         # a Ctrl-C that interrupted an import (the subcommands import NumPy and Numba) can leave the
         # interpreter to die by the signal while it shuts down (exit -2 instead of 130, seen in ~1 of
         # 10 runs): the partial report is written, so leave without the shutdown
-        sys.stdout.flush()
-        sys.stderr.flush()
+        if lingering:
+            try:
+                print(f"roperef: not waiting for {len(lingering)} thread(s) a backend left running "
+                      f"({', '.join(lingering[:5])})", file=sys.stderr)
+            except (OSError, ValueError):
+                pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
         os._exit(int(code))
     return code
 

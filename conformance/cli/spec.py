@@ -9,7 +9,9 @@
 Every value roperef had to assume (model type it does not know) and every note (a key transformers
 ignores) is printed on stderr, one line each. Exit codes (:class:`conformance.exit_codes.ExitCode`):
 0 printed / all AGREE; 1 an item DIFFERs; 2 bad input (one line on stderr); 3 ``--against`` could not
-judge anything (transformers does not ship the model type); 5 the model has no RoPE (BERT, GPT-2, ...).
+judge anything (transformers does not ship the model type); 5 the model has no RoPE (BERT, GPT-2, ...):
+stdout says why as well (``{"rope": null, "model_type": ..., "why": ...}``, or a ``no RoPE: ...`` line
+after ``--layers``), so the reason is not lost with stderr.
 
 Errors (missing file, bad JSON, JSON past the limits of :mod:`roperef.json_input`, a config
 rule broken, a number out of range) are one line on stderr naming the file, exit status 2.
@@ -130,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
         return _against(args, config, overrides)
     if getattr(args, "layers", False):
         print(_layers_table(mr))
-    if not mr.has_rope:
+    if not mr.has_rope:  # stdout says why too (a script that keeps only stdout still learns it)
+        if getattr(args, "layers", False):
+            print(f"no RoPE: {mr.no_rope}")
+        else:
+            print(json.dumps({"rope": None, "model_type": mr.model_type, "why": mr.no_rope}, indent=2))
         print(f"roperef spec: {args.config}: no RoPE: {mr.no_rope}", file=sys.stderr)
         return ExitCode.NO_ROPE
     if getattr(args, "layers", False):

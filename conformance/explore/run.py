@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.stage_call import supports_reason
+from ..calls.stage_call import SupportsAsker
 from ..cases.case import GoldenCase
 from ..error_model.tolerance import Profile, default_profile_name, get_profile
 from ..golden.store import MANIFEST, load_golden, write_golden
@@ -153,6 +153,7 @@ def explore(
         raise ValueError(f"explore: nothing to draw: {why}")
     profile = _profile(options, backend)
     call, close = open_caller(backend, options, selector)
+    asker = SupportsAsker(backend, options.timeout)  # the planner's questions, in a call thread under the limit
     out = ExploreOutcome(config, iface, RunReport(
         backend=str(getattr(backend, "name", selector or "backend")),
         capabilities=backend.capabilities.to_dict() if hasattr(backend.capabilities, "to_dict") else {},
@@ -164,7 +165,7 @@ def explore(
         """Judge ``draw``; None when it is outside what the backend takes (asked on a probe without
         expected values, so a declined draw costs no reference computation)."""
         probe = build_case(draw, suffix, expected=False)
-        if declared_reason(iface, probe) or supports_reason(backend, probe):
+        if declared_reason(iface, probe) or asker.reason(probe):
             return None
         case = build_case(draw, suffix)
         return case, run_one(case, backend, call, profile, options)
@@ -172,7 +173,7 @@ def explore(
     try:
         for i in range(config.count):
             seed = config.seed + i
-            result = _one(i, seed, backend, iface, config, judge, out)
+            result = _one(i, seed, asker, iface, config, judge, out)
             if repro is not None:
                 result.repro = repro(seed)
                 if out.findings and out.findings[-1].index == i:
@@ -182,11 +183,12 @@ def explore(
                 progress(result)
     finally:
         close()
+        asker.close()
     out.report.seconds = time.perf_counter() - t0
     return out
 
 
-def _one(index: int, seed: int, backend: Any, iface: Interface, config: ExploreConfig,
+def _one(index: int, seed: int, asker: SupportsAsker, iface: Interface, config: ExploreConfig,
          judge: Callable[..., tuple[GoldenCase, CaseResult] | None], out: ExploreOutcome) -> CaseResult:
     rng = np.random.default_rng(seed)
     last: tuple[GoldenCase, str] | None = None
@@ -196,7 +198,7 @@ def _one(index: int, seed: int, backend: Any, iface: Interface, config: ExploreC
         if declared_reason(iface, probe):
             out.outside += 1
             continue
-        reason = supports_reason(backend, probe)
+        reason = asker.reason(probe)
         if reason:
             out.declined[reason] += 1
             last = (probe, reason)

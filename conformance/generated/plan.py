@@ -41,7 +41,7 @@ from ..bugs.catalogue import CATALOGUE
 from ..bugs.facts import case_facts
 from ..bugs.model import BugClass
 from ..calls.declared import Interface
-from ..calls.stage_call import SUPPORTS_RAISED, supports_reason
+from ..calls.stage_call import SUPPORTS_RAISED, SupportsAsker
 from ..cases.case import GoldenCase, case_family, shape_tag
 from ..vocabulary import DTYPES, STAGES
 from .gencase import GenCase, light_case, materialize_all, materialize_generated, tensor_shape
@@ -131,12 +131,14 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True, sh
     def add(g: GenCase) -> None:
         seen.setdefault(g.id, g)
 
+    asker = SupportsAsker(backend)  # supports() asked in a call thread, under a time limit
+
     def refusal(g: GenCase) -> str | None:
         """The backend's reason for declining ``g`` (counted), or None when it takes it; a supports()
         that raised counts as taken: the run asks again and reports the ERROR."""
         if not ask_backend:
             return None
-        reason = supports_reason(backend, g.light)
+        reason = asker.reason(g.light)
         if reason is None or reason.startswith(SUPPORTS_RAISED):
             return None
         plan.refused[reason] += 1

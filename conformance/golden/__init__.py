@@ -1,3 +1,3 @@
 """The hash-locked golden set: writing, reading and verifying it (:mod:`.store`, never unpickled), atomic
-writes (:mod:`.atomic_files`), ``.npy`` limits (:mod:`.npy_limits`), the 50-digit audit (:mod:`.audit`,
+writes (:mod:`.atomic_files`), the published set hash (:mod:`.published`), the 50-digit audit (:mod:`.audit`,
 :mod:`.exact_model`) and which cases a run judges (:mod:`.case_source`)."""

@@ -8,7 +8,10 @@
   ``renameat2(RENAME_EXCHANGE)`` swaps the two names in one step; elsewhere (or on a file
   system without it) the old directory is renamed aside, the new one renamed in, with Ctrl-C
   deferred between the two renames; the old contents are removed afterwards.
-- :func:`sigint_deferred`: a context in which Ctrl-C is remembered and raised at its end.
+- :func:`sigint_deferred`: a context in which Ctrl-C and SIGTERM are remembered and acted on at its end.
+
+Temporary names are ``.NAME.XXXXXXXX.tmp`` with ``NAME`` cut so that the whole name fits the file
+system's ``NAME_MAX`` (255 bytes on Linux): a report may have a 255-byte name (:func:`temp_prefix`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["NotARegularFile", "require_writable_target", "write_bytes_atomic", "write_text_atomic",
-           "swap_in_directory", "sigint_deferred", "fsync_directory"]
+           "swap_in_directory", "sigint_deferred", "fsync_directory", "temp_prefix", "name_max"]
 
 
 class NotARegularFile(OSError):
@@ -77,10 +80,36 @@ def fsync_directory(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def name_max(directory: str | os.PathLike[str]) -> int:
+    """The longest file name (bytes) ``directory``'s file system allows (255 where it cannot be asked)."""
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def temp_prefix(name: str, directory: str | os.PathLike[str], extra: int) -> str:
+    """``.NAME.`` with ``NAME`` cut (on a character boundary) so that the prefix plus ``extra`` more bytes
+    fit ``NAME_MAX`` in ``directory``."""
+    budget = max(name_max(directory) - extra - 2, 8)
+    raw = os.fsencode(name)
+    if len(raw) > budget:
+        raw = raw[:budget]
+        while raw:
+            try:
+                raw.decode("utf-8")
+                break
+            except UnicodeDecodeError:
+                raw = raw[:-1]
+    return f".{os.fsdecode(raw)}."
+
+
 def _create_temp(parent: Path, name: str) -> tuple[int, str]:
-    """A new file ``.NAME.XXXXXXXX.tmp`` in ``parent``, mode 0666 less the umask (as a plain ``open`` gives)."""
+    """A new file ``.NAME.XXXXXXXX.tmp`` in ``parent`` (``NAME`` cut to fit ``NAME_MAX``), mode 0666 less
+    the umask (as a plain ``open`` gives)."""
+    prefix = temp_prefix(name, parent, len(".XXXXXXXX.tmp") - 1)
     for _ in range(100):
-        tmp = str(parent / f".{name}.{secrets.token_hex(4)}.tmp")
+        tmp = str(parent / f"{prefix}{secrets.token_hex(4)}.tmp")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
@@ -112,30 +141,42 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 @contextlib.contextmanager
 def sigint_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) for the duration of the block, then raise it (main thread only; elsewhere a no-op)."""
+    """Hold Ctrl-C (SIGINT) and SIGTERM for the duration of the block, then act on them as their previous
+    handlers would (main thread only; elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[Any] = []
-    previous = signal.getsignal(signal.SIGINT)
+    caught: list[int] = []
+    previous: dict[int, Any] = {}
 
     def remember(signum: int, frame: Any) -> None:
         caught.append(signum)
 
     try:
-        signal.signal(signal.SIGINT, remember)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, remember)
     except (ValueError, OSError):  # not settable here: run unprotected
+        for signum, old in previous.items():
+            if old is not None:
+                signal.signal(signum, old)
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            elif previous != signal.SIG_IGN:
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        for caught_signum in dict.fromkeys(caught):
+            old = previous.get(caught_signum)
+            if callable(old):
+                old(caught_signum, None)
+            elif old == signal.SIG_IGN:
+                continue
+            elif caught_signum == signal.SIGINT:
                 raise KeyboardInterrupt
+            else:
+                signal.raise_signal(caught_signum)  # the default action of SIGTERM, now that the block is done
 
 
 _RENAME_EXCHANGE = 2
@@ -178,7 +219,7 @@ def swap_in_directory(staging: Path, target: Path) -> None:
         fsync_directory(parent)
         shutil.rmtree(staging, ignore_errors=True)  # staging now holds the old set
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
+    aside = Path(tempfile.mkdtemp(prefix=temp_prefix(target.name, parent, len("old-XXXXXXXX")) + "old-", dir=parent))
     os.rmdir(aside)
     with sigint_deferred():
         os.rename(target, aside)

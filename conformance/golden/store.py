@@ -22,7 +22,7 @@ directory holding a different set unless ``force=True``, and a write is a transa
 new set is built in a temporary directory beside the target and swapped in atomically, so an
 interrupted or failed write leaves the old set, never a mixture. Reading checks every
 ``.npy`` header against the bytes that follow it before anything is allocated
-(:mod:`conformance.golden.npy_limits`) and reads ``manifest.json`` within the limits of
+(:mod:`conformance.cases.npy_limits`) and reads ``manifest.json`` within the limits of
 :mod:`roperef.json_input`. Every problem is a :class:`GoldenError` naming the file and what
 is wrong with it.
 """
@@ -53,9 +53,9 @@ from roperef.ulp import max_ulp_error
 
 from ..cases.case import GoldenCase, check_case_fields, numpy_dtype
 from ..cases.materialize import reference_arrays
+from ..cases.npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
 from ..vocabulary import OPTIONAL_INPUTS, REFERENCE_ARRAYS, STAGE_INPUTS, STAGE_OUTPUTS
 from . import atomic_files  # called through the module: tests replace swap_in_directory to fail a swap
-from .npy_limits import MAX_ARRAY_BYTES, ArrayFileError, check_npz_archive
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -74,6 +74,7 @@ __all__ = [
     "load_golden",
     "verify_golden",
     "recompute",
+    "output_problems",
 ]
 
 SCHEMA_VERSION = 2
@@ -295,7 +296,8 @@ def write_golden_set(cases: Iterable[GoldenCase], directory: str | os.PathLike, 
     if _check_target(directory, manifest, force):
         return GoldenWrite(manifest, False, directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=directory.parent))
+    prefix = atomic_files.temp_prefix(directory.name, directory.parent, len("new-XXXXXXXX")) + "new-"
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=directory.parent))
     try:
         os.chmod(staging, (os.stat(directory).st_mode & 0o7777) if directory.is_dir() else 0o755)
         for name, blob in files.items():
@@ -504,9 +506,16 @@ def _check_case(case: GoldenCase, path: Path) -> list[str]:
             back = arr.astype(numpy_dtype(case.dtype)).astype(np.float64)
             if not np.array_equal(back, arr, equal_nan=True):
                 problems.append(f"{path}: input {name!r} is not exactly representable in {case.dtype}")
+    return problems + output_problems(case, path, reference_arrays_too=not missing)
+
+
+def output_problems(case: GoldenCase, path: Path | str, *, reference_arrays_too: bool = True) -> list[str]:
+    """The stored expected outputs (and, with ``reference_arrays_too``, the stored frequencies, attention
+    factor and pair axes) against the reference recomputed from the stored inputs, bit for bit: one
+    message per array that differs (empty: the case's outputs are what its inputs give)."""
     try:
         fresh = recompute(case)
-        if case.stage != "inv_freq" and not missing:
+        if case.stage != "inv_freq" and reference_arrays_too:
             positions = case.arrays.get("positions", case.arrays.get("table_positions"))
             if positions is not None:
                 fresh.update(reference_arrays(case.spec, positions))
@@ -514,7 +523,8 @@ def _check_case(case: GoldenCase, path: Path) -> list[str]:
                 cos, sin = reference.cos_sin(case.spec, positions)
                 fresh.update(cos=_round_to(cos, case.dtype), sin=_round_to(sin, case.dtype))
     except (TypeError, ValueError) as exc:
-        return problems + [f"{path}: the reference rejects the stored inputs: {exc}"]
+        return [f"{path}: the reference rejects the stored inputs: {exc}"]
+    problems = []
     for name, want in fresh.items():
         if name in case.arrays:
             problem = _bitwise_problem(name, case.arrays[name], want)
@@ -538,6 +548,8 @@ def verify_golden(directory: str | os.PathLike | None = None, *, recompute_outpu
     except GoldenError as exc:
         return [str(exc)]
     problems: list[str] = []
+    if not manifest["cases"]:
+        problems.append(f"{folder / MANIFEST}: lists no case (an empty golden set judges nothing)")
     listed = set()
     for case_id, entry in sorted(manifest["cases"].items()):
         listed.add(entry["file"])

@@ -44,16 +44,18 @@ def with_generated(cases: Sequence[GoldenCase], backend: Any, filters: Sequence[
 
 
 def check_cases(backend: Any, golden: str | None, tier: str, filters: Sequence[str] = (), dtypes: Sequence[str] = (), *,
-                goldens_only: bool = False, generated_only: bool = False) -> tuple[CaseSource, Plan | None]:
+                goldens_only: bool = False, generated_only: bool = False,
+                set_hash: str | None = None) -> tuple[CaseSource, Plan | None]:
     """The cases ``roperef check`` judges for ``backend``: the selected goldens plus the cases generated
     for its interface (``goldens_only`` / ``generated_only`` keep one source), and the generation plan
-    (None with ``goldens_only``) for the coverage. UsageError when nothing at all is selected."""
+    (None with ``goldens_only``) for the coverage. UsageError when nothing at all is selected.
+    ``set_hash`` pins the golden set's hash (:func:`conformance.golden.case_source.load_cases`)."""
     filters = list(filters)
     try:
         if generated_only:
             source = CaseSource([], {"tier": tier, "directory": None, "selected": 0})
         else:
-            source = load_cases(golden, tier, filters, dtypes, allow_empty=not goldens_only)
+            source = load_cases(golden, tier, filters, dtypes, allow_empty=not goldens_only, set_hash=set_hash)
         if goldens_only:
             return source, None
         cases, n_gen, plan = with_generated(source.cases, backend, filters, dtypes)

@@ -41,14 +41,25 @@ from ..backends.base import Declined, backend_stages, declaration_notes
 from ..calls.declared import INCONSISTENT, declaration_gap
 from ..calls.isolate import Worker
 from ..calls.memory import form_parts
-from ..calls.stage_call import DEFAULT_TIMEOUT_S, TIMED_OUT, CallThread, Interrupted, StageError, call_stage
+from ..calls.process_state import ProcessState
+from ..calls.results import is_outputs, precision_bits, stage_outputs
+from ..calls.stage_call import (
+    DEFAULT_TIMEOUT_S,
+    TIMED_OUT,
+    CallThread,
+    Interrupted,
+    StageError,
+    ask_supports,
+    call_stage,
+)
 from ..cases.case import GoldenCase
 from ..diagnose.failure import failure_verdict
 from ..diagnose.probe import ProbeBook
 from ..error_model.expected import expected_and_bounds
 from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
 from ..interrupt import POLL_S, StopFlag
-from ..vocabulary import STAGE_OUTPUTS, STAGES
+from ..untrusted_text import clip
+from ..vocabulary import STAGES
 from .xfail import XfailList
 
 __all__ = [
@@ -62,7 +73,7 @@ FAILING = frozenset({"FAIL", "ERROR"})
 #: over the bound but within a small factor, by a precision mechanism (counts as failing with ``fail_imprecise``)
 IMPRECISE = "IMPRECISE"
 
-_PRECISION = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
+_PRECISION = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}  # significand bits of the case dtypes
 
 
 @dataclass
@@ -132,9 +143,11 @@ class RunReport:
     seconds: float = 0.0
     stale_xfails: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # the backend's declaration notes (declaration_notes)
-    #: the run was stopped (Ctrl-C) before every case was judged; ``not_run`` cases were not
+    #: the run was stopped (Ctrl-C, SIGTERM) before every case was judged; ``not_run`` cases were not
     interrupted: bool = False
     not_run: int = 0
+    #: the signal that stopped it (``"SIGINT"``, ``"SIGTERM"``), None when it ran to the end
+    stopped_by: str | None = None
     #: parallel jobs actually used (``options.jobs`` capped by the core count)
     jobs: int = 1
     coverage: dict[str, Any] | None = None  # conformance.judge.coverage (set by the CLI)
@@ -187,38 +200,7 @@ def stage_order(cases: Iterable[GoldenCase]) -> list[GoldenCase]:
 # ----------------------------------------------------------------------------- checking outputs
 
 
-def _as_outputs(case: GoldenCase, raw: Any) -> dict[str, np.ndarray]:
-    """Map the raw return value onto the stage's output names; StageError (ERROR) if it is not the
-    stage's outputs: not a tuple of the right length, None, a string, or not an array of numbers."""
-    names = STAGE_OUTPUTS[case.stage]
-    if len(names) == 1:
-        values = (raw,)
-    else:
-        if not isinstance(raw, (tuple, list)) or len(raw) != len(names):
-            raise StageError(f"{case.stage} must return a tuple ({', '.join(names)}), got {type(raw).__name__}")
-        values = tuple(raw)
-    out = {}
-    for name, value in zip(names, values):
-        if value is None or isinstance(value, (str, bytes)):
-            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array")
-        try:
-            arr = np.asarray(value)
-        except Exception as exc:
-            raise StageError(f"output {name} is not convertible to a NumPy array ({exc})") from None
-        if arr.dtype.kind in "OUSV" and _precision(arr.dtype) is None:
-            raise StageError(f"{case.stage} returned {type(value).__name__} for output {name}, not an array of "
-                             f"numbers (dtype {arr.dtype})")
-        out[name] = arr
-    return out
-
-
-def _precision(dtype: np.dtype) -> int | None:
-    """Significand bits of a float dtype (bfloat16 8 ... float64 53, float128/longdouble 64 or 113); None otherwise."""
-    if dtype.name in _PRECISION:
-        return _PRECISION[dtype.name]
-    if dtype.kind == "f":
-        return int(np.finfo(dtype).nmant) + 1
-    return None
+_precision = precision_bits
 
 
 def _float_dtype_name(arr: np.ndarray) -> str | None:
@@ -306,6 +288,23 @@ def _form_parts(case: GoldenCase, raw: Any) -> list[tuple[str, GoldenCase, Any]]
         raise StageError(str(exc)) from None
 
 
+def _parts(case: GoldenCase, got: Any) -> list[tuple[str, GoldenCase, dict[str, np.ndarray]]]:
+    """``(label, case, outputs)`` of each part of a result. What a caller returns was turned into arrays
+    where the backend ran (:func:`conformance.calls.stage_call.call_stage`): one stage's outputs, or for
+    a call form ``[(label, outputs)]``, matched here to the parts' cases; anything else (a caller of the
+    judge's own making that hands back raw results) is converted here."""
+    if is_outputs(case.stage, got):
+        return [("", case, got)]
+    if type(got) is list and all(type(p) is tuple and len(p) == 2 and is_outputs(case.stage, p[1]) for p in got):
+        form = case.form
+        split = _form_parts(case, (None, None) if form is not None and form.qk else None)
+        cases = {label: sub for label, sub, _ in split}
+        if [label for label, _ in got] != list(cases):
+            raise StageError(f"{case.stage} result parts {[label for label, _ in got]} do not match {list(cases)}")
+        return [(label, cases[label], outputs) for label, outputs in got]
+    return [(label, sub, stage_outputs(sub.stage, out)) for label, sub, out in _form_parts(case, got)]
+
+
 def judge_parts(parts: Sequence[tuple[str, GoldenCase, Mapping[str, np.ndarray]]], caps: Any, profile: Profile, *,
                 modified: Sequence[str] = (), diagnose: bool = True, probe: Any = None) -> Judged:
     """:func:`judge_case` over the parts of one result (q and k of a q+k call; one part otherwise): FAIL
@@ -331,6 +330,12 @@ def judge_parts(parts: Sequence[tuple[str, GoldenCase, Mapping[str, np.ndarray]]
 # ----------------------------------------------------------------------------- running
 
 
+def _own_case(own: Callable[[GoldenCase], Any], case: GoldenCase) -> tuple[dict[str, np.ndarray], list[str]]:
+    """A backend that serves whole cases (the file protocol's): its result turned into outputs, in the call thread."""
+    raw, modified = own(case)
+    return stage_outputs(case.stage, raw), [clip(str(m), 200) for m in modified]
+
+
 class InProcess:
     """Calls an in-process backend through its own :class:`CallThread` (one per job slot)."""
 
@@ -338,14 +343,26 @@ class InProcess:
         self.backend, self.timeout, self.stop = backend, timeout, stop
         self.thread = CallThread()
 
-    def supports(self, case: GoldenCase) -> Any:
-        return self.thread.call(lambda: self.backend.supports(case), "supports()", self.timeout, self.stop)
+    def supports(self, case: GoldenCase) -> tuple[Any, list[str]]:
+        """(True or the reason, what ``supports`` changed in the copy of the case it was handed)."""
+        return self.thread.call(lambda: ask_supports(self.backend, case), "supports()", self.timeout, self.stop)
 
-    def __call__(self, case: GoldenCase) -> tuple[Any, list[str]]:
+    def __call__(self, case: GoldenCase) -> tuple[dict[str, np.ndarray], list[str]]:
         own = getattr(self.backend, "call_case", None)  # file-based backends serve whole cases
         if callable(own):
-            return self.thread.call(lambda: own(case), case.stage, self.timeout, self.stop)
+            return self.thread.call(lambda: _own_case(own, case), case.stage, self.timeout, self.stop)
         return self.thread.call(lambda: call_stage(self.backend, case), case.stage, self.timeout, self.stop)
+
+    def library_reason(self) -> str | None:
+        """The backend's ``library_reason()`` asked in the call thread (None when it has none or it fails)."""
+        probe = getattr(self.backend, "library_reason", None)
+        if not callable(probe):
+            return None
+        try:
+            reason = self.thread.call(lambda: probe(), "library_reason()", self.timeout, self.stop)
+        except StageError:
+            return None
+        return clip(str(reason)) if isinstance(reason, str) and reason else None
 
     def close(self) -> None:
         self.thread.close()
@@ -370,15 +387,17 @@ def _profile_for(options: RunOptions, caps: Any) -> Profile:
     return get_profile(options.profile, options.tolerance_overrides, default=default_profile_name(caps))
 
 
-def _supports(case: GoldenCase, backend: Any, call: Any) -> Any:
-    """The backend's verdict, asked through the caller (a call thread or a worker process) when it can."""
+def _supports(case: GoldenCase, backend: Any, call: Any) -> tuple[Any, list[str]]:
+    """The backend's verdict (True or a reason) and what it changed in the case it was handed, asked
+    through the caller (a call thread or a worker process)."""
     ask = getattr(call, "supports", None)
     if callable(ask):
         return ask(case)
+    thread = CallThread("roperef-supports")  # a caller without its own thread: ask in one anyway
     try:
-        return backend.supports(case)
-    except Exception as exc:
-        raise StageError(f"supports() raised {type(exc).__name__}: {exc}") from None
+        return thread.call(lambda: ask_supports(backend, case), "supports()", DEFAULT_TIMEOUT_S)
+    finally:
+        thread.close()
 
 
 def _prober(backend: Any, call: Any, probes: ProbeBook | None, options: RunOptions) -> Any:
@@ -395,29 +414,32 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
     start = time.perf_counter()
     res = CaseResult(case.id, case.family, case.stage, case.dtype, "ERROR", flags=tuple(case.flags))
     res.repro = options.repro(case) if options.repro else ""
+    changed: list[str] = []
     try:
-        verdict = _supports(case, backend, call)
+        verdict, changed = _supports(case, backend, call)
     except StageError as exc:
         verdict = None
         res.message = str(exc)
-    if verdict is not None and verdict is not True:
-        res.status, res.message = "NOT_SUPPORTED", str(verdict) if verdict else "not supported"
+    if changed:
+        res.status, res.message = "FAIL", f"supports() modified the case it was handed ({', '.join(changed)})"
+    elif verdict is not None and verdict is not True:
+        res.status, res.message = "NOT_SUPPORTED", clip(str(verdict))
         # a reason from case_reason()/library_reason() (Declined) is a decline, whatever was declared
-        if not isinstance(verdict, Declined) and declaration_gap(backend, case) is None and not _unavailable(backend):
+        if not isinstance(verdict, Declined) and declaration_gap(backend, case) is None and not _unavailable(backend, call):
             res.message = f"{INCONSISTENT}: {res.message}"
     elif verdict is True and not callable(getattr(backend, "call_case", None)) and case.stage not in backend_stages(backend):
         res.status, res.message = "NOT_SUPPORTED", f"{INCONSISTENT}: supports() accepted it but stage {case.stage} is not implemented"
     elif verdict is True:
         parts: list[tuple[str, GoldenCase, dict[str, np.ndarray]]] | None = None
         try:
-            raw, modified = call(case)
-            parts = [(label, sub, _as_outputs(sub, out)) for label, sub, out in _form_parts(case, raw)]
+            got, modified = call(case)
+            parts = _parts(case, got)
         except StageError as exc:
             res.status, res.message = "ERROR", str(exc)
         except Interrupted:
             raise
         except Exception as exc:
-            res.status, res.message = "ERROR", f"{case.stage} raised {type(exc).__name__}: {exc}"
+            res.status, res.message = "ERROR", clip(f"{case.stage} raised {type(exc).__name__}: {exc}")
         if parts is not None:
             try:
                 j = judge_parts(parts, backend.capabilities, profile, modified=modified, diagnose=options.diagnose,
@@ -427,19 +449,27 @@ def run_one(case: GoldenCase, backend: Any, call: Callable[[GoldenCase], tuple[A
                 raise
             except Exception as exc:
                 res.status = "ERROR"
-                res.message = f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}"
+                res.message = clip(f"internal error of the judge (a roperef bug, not the backend's): {type(exc).__name__}: {exc}")
     apply_xfail(res, options.xfail)
     res.seconds = time.perf_counter() - start
     return res
 
 
-def _unavailable(backend: Any) -> bool:
-    """The implementation cannot run here at all (library missing, no GPU): not a declaration problem."""
-    probe = getattr(backend, "library_reason", None)
-    try:
-        return bool(probe()) if callable(probe) else False
-    except Exception:
+def _unavailable(backend: Any, call: Any) -> bool:
+    """The implementation cannot run here at all (library missing, no GPU): not a declaration problem.
+    Asked through the caller's call thread when it has one (``library_reason`` is backend code)."""
+    ask = getattr(call, "library_reason", None)
+    if callable(ask):
+        return bool(ask())
+    if not callable(getattr(backend, "library_reason", None)):
         return False
+    thread = CallThread("roperef-library-reason")
+    try:
+        return bool(thread.call(lambda: backend.library_reason(), "library_reason()", DEFAULT_TIMEOUT_S))
+    except StageError:
+        return False
+    finally:
+        thread.close()
 
 
 def apply_xfail(res: CaseResult, xfail: XfailList | None) -> None:
@@ -544,6 +574,7 @@ def run_cases(
     for item in enumerate(ordered):
         work.put(item)
     errors: list[BaseException] = []
+    state = ProcessState.capture()  # what backend code may change in this process: put back after the run
     try:
         if jobs == 1:
             slot(work, errors)
@@ -556,18 +587,21 @@ def run_cases(
     finally:
         for call in callers:
             call.close()
+        tampered = state.restore()
     if errors:
         raise errors[0]
     done = [results[i] for i in sorted(results)]
+    interrupted = stop.is_set() and len(done) < len(ordered)
     report = RunReport(
         backend=str(getattr(backend, "name", selector or "backend")),
         capabilities=caps.to_dict() if hasattr(caps, "to_dict") else {},
         profile=profile.to_dict(),
         results=done,
         seconds=time.perf_counter() - t0,
-        notes=list(declaration_notes(backend)),
-        interrupted=stop.is_set() and len(done) < len(ordered),
+        notes=list(declaration_notes(backend)) + tampered,
+        interrupted=interrupted,
         not_run=len(ordered) - len(done),
+        stopped_by=(stop.signal_name or "SIGINT") if interrupted else None,
         jobs=jobs,
         fail_imprecise=options.fail_imprecise,
         probe_calls=probes.calls(),

@@ -29,6 +29,7 @@ pass, so :class:`LongContextPlan` refuses them.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -44,7 +45,9 @@ from roperef.layout import pair_map
 from roperef.positions import POSITION_MAX
 from roperef.spec import PAIRINGS, RopeSpec
 
-from ..calls.stage_call import supports_reason
+from ..calls.handoff import fresh_spec, spec_changes
+from ..calls.results import stage_outputs
+from ..calls.stage_call import DEFAULT_TIMEOUT_S, CallThread, StageError, SupportsAsker
 from ..cases.case import GoldenCase, numpy_dtype
 from ..error_model.tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
 from ..judge.runner import CaseResult, Judged, RunReport, check_outputs, judge_case
@@ -164,17 +167,23 @@ def _chunk_case(plan: LongContextPlan, stage: str, dtype: str, x: np.ndarray, po
 
 
 def _call(backend: Any, case: GoldenCase) -> tuple[np.ndarray, list[str]]:
-    """The backend's stage on the chunk in the case dtype; returns (output, inputs it modified)."""
+    """The backend's stage on the chunk in the case dtype; returns (output, inputs it modified).
+
+    Runs backend code (a call thread): the backend gets copies of the input, the positions and the
+    spec (the row's spec builds every later chunk's expected values), and its result is turned into
+    an array the judge owns here (:func:`~conformance.calls.results.stage_outputs`)."""
     name = "x" if case.stage == "forward" else "grad"
     x = case.input_as(name)
     held = case.arrays[name]
     keep = held if held.dtype == x.dtype else x.copy()  # the case's own copy when it is in the input dtype
     pos = np.array(case.arrays["positions"], dtype=np.int64)
-    raw = getattr(backend, case.stage)(x, pos, case.spec)
+    spec = fresh_spec(case.spec)
+    raw = getattr(backend, case.stage)(x, pos, spec)
+    out = stage_outputs(case.stage, raw)[_out_name(case.stage)]
     modified = [name] if not np.array_equal(x, keep) else []
     if not np.array_equal(pos, case.arrays["positions"]):
         modified.append("positions")
-    return np.asarray(raw), modified
+    return out, modified + spec_changes(case.spec, spec)
 
 
 def _out_name(stage: str) -> str:
@@ -330,8 +339,24 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
 
 
 def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtype: str, profile: Profile,
-              *, diagnose: bool = True) -> CaseResult:
-    """Stream one row through the backend and judge it (a backend problem is a result, never raised)."""
+              *, diagnose: bool = True, thread: CallThread | None = None, asker: SupportsAsker | None = None,
+              timeout: float | None = DEFAULT_TIMEOUT_S) -> CaseResult:
+    """Stream one row through the backend and judge it (a backend problem is a result, never raised).
+
+    Backend code (``supports``, the stage, turning its result into an array) runs in ``thread``
+    under ``timeout`` per chunk (:class:`~conformance.calls.stage_call.CallThread`)."""
+    own_thread = thread is None
+    thread = thread or CallThread("roperef-long-context")
+    asker = asker or SupportsAsker(backend, timeout)
+    try:
+        return _judge_row(backend, plan, length, stage, dtype, profile, diagnose, thread, asker, timeout)
+    finally:
+        if own_thread:
+            thread.close()
+
+
+def _judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtype: str, profile: Profile,
+               diagnose: bool, thread: CallThread, asker: SupportsAsker, timeout: float | None) -> CaseResult:
     rid = row_id(plan, length, stage, dtype)
     flags = ("long-position", "odd-position") if length > 2**17 else ("odd-position",)
     res = CaseResult(rid, "long", stage, dtype, "ERROR", flags=flags)
@@ -345,14 +370,14 @@ def judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dtyp
         x, pos = chunk_inputs(plan, base, length, k)
         case = _chunk_case(plan, stage, dtype, x, pos, rid)
         where = f"chunk {k} of {n_chunks}, positions {int(pos[0, 0])}..{int(pos[0, -1])}"
-        reason = supports_reason(backend, case)
+        reason = asker.reason(case)
         if reason is not None:
             res.status, res.message = "NOT_SUPPORTED", f"{reason} ({where})"
             break
         try:
-            got, modified = _call(backend, case)
-        except Exception as exc:
-            res.status, res.message = "ERROR", f"{stage} raised {type(exc).__name__}: {exc} ({where})"
+            got, modified = thread.call(functools.partial(_call, backend, case), stage, timeout)
+        except StageError as exc:
+            res.status, res.message = "ERROR", f"{exc} ({where})"
             break
         problem, stats = _judge_chunk(case, got, modified, caps, profile, fused)
         if problem:
@@ -386,13 +411,18 @@ def run_long_context(backend: Any, plan: LongContextPlan, profile: Profile | Non
     report = RunReport(backend=str(getattr(backend, "name", "backend")),
                        capabilities=caps.to_dict() if hasattr(caps, "to_dict") else {}, profile=profile.to_dict())
     t0 = time.perf_counter()
-    for length, stage, dtype in rows(plan):
-        rid = row_id(plan, length, stage, dtype)
-        if select is not None and not select(rid):
-            continue
-        result = judge_row(backend, plan, length, stage, dtype, profile, diagnose=diagnose)
-        report.results.append(result)
-        if progress:
-            progress(result)
+    thread, asker = CallThread("roperef-long-context"), SupportsAsker(backend)
+    try:
+        for length, stage, dtype in rows(plan):
+            rid = row_id(plan, length, stage, dtype)
+            if select is not None and not select(rid):
+                continue
+            result = judge_row(backend, plan, length, stage, dtype, profile, diagnose=diagnose, thread=thread, asker=asker)
+            report.results.append(result)
+            if progress:
+                progress(result)
+    finally:
+        thread.close()
+        asker.close()
     report.seconds = time.perf_counter() - t0
     return report

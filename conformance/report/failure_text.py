@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..untrusted_text import for_terminal
+
 __all__ = ["failure_text", "mismatch_line", "worst_table"]
 
 
@@ -54,7 +56,8 @@ def worst_table(elements: list[dict[str, Any]]) -> list[str]:
 
 def failure_text(result: Any) -> str:
     """The full message of a FAIL/ERROR :class:`~conformance.judge.runner.CaseResult` (several lines)."""
-    lines = [f"{result.status} {result.id}", f"  {result.message}"]
+    t = for_terminal
+    lines = [f"{result.status} {t(result.id)}", f"  {t(result.message)}"]
     m = result.metrics
     if m is not None and result.status in ("FAIL", "IMPRECISE", "XFAIL") and m.n_over:
         lines.append("  " + mismatch_line(m.n_over, m.n_elements))
@@ -63,9 +66,9 @@ def failure_text(result: Any) -> str:
             lines.append("  Worst elements (budget = |actual - expected| / bound; passes when <= 1):")
             lines += ["    " + row for row in worst_table(elements)]
     if result.diagnosis:
-        lines.append(f"  diagnosis: {result.diagnosis['summary']}")
+        lines.append(f"  diagnosis: {t(result.diagnosis['summary'])}")
     if result.xfail_reason:
-        lines.append(f"  expected failure: {result.xfail_reason}")
+        lines.append(f"  expected failure: {t(result.xfail_reason)}")
     if result.repro:
-        lines.append(f"  repro: {result.repro}")
+        lines.append(f"  repro: {t(result.repro)}")
     return "\n".join(lines)

@@ -3,15 +3,22 @@
 Every FAIL/ERROR line ends with a copy-paste command that reproduces just that case.
 Report files are written atomically (a temporary file beside the target, then ``os.replace``):
 a full disk or a read-only directory leaves the old file or none, never a partial one. A run
-stopped by Ctrl-C is reported as such (``INTERRUPTED`` in the summary, ``summary.interrupted``
-and ``summary.not_run`` in the JSON).
+stopped by Ctrl-C or SIGTERM is reported as such (``INTERRUPTED`` in the summary,
+``summary.interrupted``, ``summary.stopped_by`` and ``summary.not_run`` in the JSON); a run that
+judged nothing says why in its summary line, in every format.
+
+Text the judge did not write (backend messages and names, NOT_SUPPORTED reasons, case ids from
+user folders) goes through :mod:`conformance.untrusted_text` on every output: escaped for the
+terminal, valid XML in JUnit, inert in Markdown, clipped everywhere.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import platform
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
@@ -22,12 +29,14 @@ import numpy
 
 from ..exit_codes import ExitCode
 from ..golden.atomic_files import write_bytes_atomic, write_text_atomic
-from ..judge.run_verdict import exit_code_for
+from ..judge.run_verdict import exit_code_for, nothing_judged_why
 from ..judge.runner import STATUSES, CaseResult, RunReport
+from ..untrusted_text import for_markdown, for_terminal, for_xml, markdown_code
 from .sections import console_sections, junit_sections, markdown_sections
 
 __all__ = [
     "SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line", "failure_line",
+    "plot_file_name",
 ]
 
 SCHEMA = "roperef-check-report/1"
@@ -61,54 +70,62 @@ def _budget(r: CaseResult) -> float:
 
 
 def summary_line(report: RunReport) -> str:
+    """The one line that ends every report: the verdict, counts and time; why, when nothing was judged."""
     c = report.counts()
     parts = ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s])
     if report.interrupted:
-        return (f"INTERRUPTED: {len(report.results)} cases judged before Ctrl-C, {report.not_run} not run "
+        by = "SIGTERM" if getattr(report, "stopped_by", None) == "SIGTERM" else "Ctrl-C"
+        return (f"INTERRUPTED: {len(report.results)} cases judged before {by}, {report.not_run} not run "
                 f"({parts or 'none'}) in {report.seconds:.1f} s")
     verdict = "FAILED" if not report.ok else "NOTHING JUDGED" if report.judged == 0 else "OK"
     if verdict == "OK" and c.get("IMPRECISE"):
         verdict = f"OK with {c['IMPRECISE']} IMPRECISE (a precision mechanism; --fail-imprecise makes them fail)"
-    return f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
+    line = f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
+    if verdict == "NOTHING JUDGED":
+        line += f": {for_terminal(nothing_judged_why(report), limit=400)}"
+    return line
 
 
 def failure_line(r: CaseResult) -> str:
     """One FAIL/ERROR/XFAIL row as the console prints it: status, id, message, diagnosis, xfail reason, repro."""
-    diag = f"; {r.diagnosis['summary']}" if r.diagnosis else ""
-    xf = f" [xfail: {r.xfail_reason}]" if r.xfail_reason else ""
-    tail = f"\n      repro: {r.repro}" if r.repro else ""
-    return f"  {r.status:<6} {r.id}: {r.message}{diag}{xf}{tail}"
+    diag = f"; {for_terminal(r.diagnosis['summary'])}" if r.diagnosis else ""
+    xf = f" [xfail: {for_terminal(r.xfail_reason)}]" if r.xfail_reason else ""
+    tail = f"\n      repro: {for_terminal(r.repro)}" if r.repro else ""
+    return f"  {r.status:<6} {for_terminal(r.id)}: {for_terminal(r.message)}{diag}{xf}{tail}"
 
 
 def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None = None, worst: int = 5) -> None:
     """The human report: header, table per family, worst cases, failures with repro commands."""
     w = out.write
     prof = report.profile
-    w(f"roperef check: backend {report.backend} (angles {report.capabilities.get('angle_dtype')}, "
+    w(f"roperef check: backend {for_terminal(report.backend)} (angles {report.capabilities.get('angle_dtype')}, "
       f"tables {report.capabilities.get('table_dtype')})\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
       f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} "
       f"(angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
     if golden and golden.get("directory") is None and golden.get("source"):
-        w(f"golden set: {golden['source']}\n")
+        w(f"golden set: {for_terminal(golden['source'])}\n")
     elif golden:
         what = "your cases" if golden.get("tier") == "user" else "golden set"
-        w(f"{what} {golden.get('directory')} (hash {str(golden.get('set_hash'))[:16]}, tier {golden.get('tier')})\n")
+        w(f"{what} {for_terminal(golden.get('directory'))} (hash {str(golden.get('set_hash'))[:16]}, tier "
+          f"{golden.get('tier')})\n")
+        if golden.get("anchor"):
+            w(f"  set hash {golden.get('set_hash')}: {for_terminal(golden['anchor'])}\n")
     if report.xfail_source:
         n = sum(r.xfail_reason is not None for r in report.results)
-        w(f"expected failures: {report.xfail_source} (matched {n} case(s))\n")
+        w(f"expected failures: {for_terminal(report.xfail_source)} (matched {n} case(s))\n")
     for note in report.notes:
-        w(f"note: {note}\n")
+        w(f"note: {for_terminal(note)}\n")
     head = f"{'family':<10}" + "".join(f"{s:>14}" for s in STATUSES) + f"{'worst budget':>14}\n"
     w("\n" + head + "-" * (len(head) - 1) + "\n")
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
-        w(f"{fam:<10}" + "".join(f"{counts[s]:>14}" for s in STATUSES) + f"{worst_b:>14.3g}\n")
+        w(f"{for_terminal(fam):<10}" + "".join(f"{counts[s]:>14}" for s in STATUSES) + f"{worst_b:>14.3g}\n")
     ranked = sorted(((r, m) for r in report.results if (m := r.metrics)), key=lambda rm: _budget(rm[0]), reverse=True)[:worst]
     if ranked:
         w("\nhighest budget used (error / bound; pass <= 1):\n")
         for r, m in ranked:
-            w(f"  {m.budget_used:9.3g}  {r.status:<6} {r.id}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
+            w(f"  {m.budget_used:9.3g}  {r.status:<6} {for_terminal(r.id)}  max|err|={m.max_abs_error:.3g} nmse={m.nmse:.3g}\n")
     bad = [r for r in report.results if r.status in ("FAIL", "ERROR", "IMPRECISE", "XFAIL", "XPASS")]
     if bad:
         w("\nproblems:\n")
@@ -119,10 +136,10 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     if report.stale_xfails:
         w("\nstale expected-failure entries:\n")
         for e in report.stale_xfails:
-            w(f"  line {e['line']}: {e['pattern']} ({e['why']})\n")
+            w(f"  line {e['line']}: {for_terminal(e['pattern'])} ({for_terminal(e['why'])})\n")
     console_sections(report, out)
     if report.notes and not report.ok:
-        w("\n" + "".join(f"note: {note}\n" for note in report.notes))
+        w("\n" + "".join(f"note: {for_terminal(note)}\n" for note in report.notes))
     w("\n" + summary_line(report) + "\n")
 
 
@@ -139,7 +156,9 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
                     "counts": report.counts(), "cases": len(report.results), "seconds": round(report.seconds, 3),
                     "judged": report.judged, "interrupted": report.interrupted, "not_run": report.not_run, "jobs": report.jobs,
                     "fail_imprecise": report.fail_imprecise,
-                    "probe": {"calls": report.probe_calls, "groups": report.probe_groups}},
+                    "probe": {"calls": report.probe_calls, "groups": report.probe_groups},
+                    "stopped_by": getattr(report, "stopped_by", None),
+                    "why_nothing_judged": nothing_judged_why(report) if report.judged == 0 else None},
         "stale_xfails": report.stale_xfails,
         "xfail": report.xfail_source,
         "coverage": report.coverage,
@@ -163,64 +182,77 @@ def write_json(report: RunReport, path: str | Path, **kw: Any) -> None:
 
 
 def write_junit(report: RunReport, path: str | Path) -> None:
-    """JUnit XML: one testsuite per family, one testcase per case (skipped = NOT_SUPPORTED/XFAIL)."""
-    root = ET.Element("testsuites", name=f"roperef check {report.backend}", time=f"{report.seconds:.3f}")
+    """JUnit XML: one testsuite per family, one testcase per case (skipped = NOT_SUPPORTED/XFAIL).
+
+    Every text is valid XML 1.0 (:func:`conformance.untrusted_text.for_xml`), attribute messages cut at 500."""
+    x = for_xml
+    root = ET.Element("testsuites", name=x(f"roperef check {report.backend}"), time=f"{report.seconds:.3f}")
     by_family: dict[str, list[CaseResult]] = {}
     for r in report.results:
         by_family.setdefault(r.family, []).append(r)
     for fam, results in sorted(by_family.items()):
         suite = ET.SubElement(
-            root, "testsuite", name=fam, tests=str(len(results)),
+            root, "testsuite", name=x(fam), tests=str(len(results)),
             failures=str(sum(r.status == "FAIL" or (r.status == "IMPRECISE" and report.fail_imprecise) for r in results)),
             errors=str(sum(r.status == "ERROR" for r in results)),
             skipped=str(sum(r.status in ("NOT_SUPPORTED", "XFAIL") for r in results)),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
         for r in results:
-            tc = ET.SubElement(suite, "testcase", classname=f"roperef.{fam}", name=r.id, time=f"{r.seconds:.3f}")
-            text = r.message + (f"\n{r.diagnosis['summary']}" if r.diagnosis else "") + (f"\nrepro: {r.repro}" if r.repro else "")
+            tc = ET.SubElement(suite, "testcase", classname=x(f"roperef.{fam}"), name=x(r.id), time=f"{r.seconds:.3f}")
+            text = x(r.message) + (f"\n{x(r.diagnosis['summary'])}" if r.diagnosis else "") + (f"\nrepro: {x(r.repro)}" if r.repro else "")
             if r.status == "FAIL" or (r.status == "IMPRECISE" and report.fail_imprecise):
-                ET.SubElement(tc, "failure", message=r.message[:500]).text = text
+                ET.SubElement(tc, "failure", message=x(r.message, limit=500)).text = text
             elif r.status == "IMPRECISE":
                 ET.SubElement(tc, "system-out").text = f"IMPRECISE (passes as a precision warning): {text}"
             elif r.status == "ERROR":
-                ET.SubElement(tc, "error", message=r.message[:500]).text = text
+                ET.SubElement(tc, "error", message=x(r.message, limit=500)).text = text
             elif r.status in ("NOT_SUPPORTED", "XFAIL"):
-                ET.SubElement(tc, "skipped", message=f"{r.status}: {r.xfail_reason or r.message}"[:500])
+                ET.SubElement(tc, "skipped", message=x(f"{r.status}: {r.xfail_reason or r.message}", limit=500))
             elif r.status == "XPASS":
-                ET.SubElement(tc, "system-out").text = f"XPASS (expected failure: {r.xfail_reason})"
+                ET.SubElement(tc, "system-out").text = x(f"XPASS (expected failure: {r.xfail_reason})")
     if report.interrupted:
         root.set("interrupted", "true")
+    if report.judged == 0 and report.results:
+        root.set("nothing_judged", x(nothing_judged_why(report), limit=500))
     junit_sections(report, root)
     buf = io.BytesIO()
     ET.ElementTree(root).write(buf, encoding="utf-8", xml_declaration=True)
     write_bytes_atomic(path, buf.getvalue())
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, Any] | None = None) -> None:
-    lines = [f"# roperef check: {report.backend}", "", summary_line(report), ""]
-    lines += [f"> **Note:** {_md(note)}" for note in report.notes] + ([""] if report.notes else [])
+    """The Markdown report; untrusted text is inert (no live HTML, no split table rows)."""
+    md, code = for_markdown, markdown_code
+    lines = [f"# roperef check: {md(report.backend)}", "", md(summary_line(report)), ""]
+    lines += [f"> **Note:** {md(note)}" for note in report.notes] + ([""] if report.notes else [])
     if golden and golden.get("directory"):
         what = "Your cases" if golden.get("tier") == "user" else "Golden set"
-        lines += [f"{what} `{golden.get('directory')}`, hash `{golden.get('set_hash')}`.", ""]
+        lines += [f"{what} {code(golden.get('directory'))}, hash `{golden.get('set_hash')}`"
+                  + (f" ({md(golden['anchor'])})" if golden.get("anchor") else "") + ".", ""]
     elif golden and golden.get("source"):
-        lines += [f"Cases: {golden['source']} (computed in memory, no golden files).", ""]
+        lines += [f"Cases: {md(golden['source'])} (computed in memory, no golden files).", ""]
     lines += ["| family | " + " | ".join(STATUSES) + " | worst budget |", "|---" * (len(STATUSES) + 2) + "|"]
     for fam, counts in _family_rows(report):
         worst_b = max((_budget(r) for r in report.results if r.family == fam), default=0.0)
-        lines.append(f"| {fam} | " + " | ".join(str(counts[s]) for s in STATUSES) + f" | {worst_b:.3g} |")
+        lines.append(f"| {md(fam)} | " + " | ".join(str(counts[s]) for s in STATUSES) + f" | {worst_b:.3g} |")
     bad = [r for r in report.results if r.status not in ("PASS", "NOT_SUPPORTED")]
     if bad:
         lines += ["", "## Problems", "", "| status | case | message | likely cause | repro |", "|---|---|---|---|---|"]
         for r in bad:
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
-            lines.append(f"| {r.status} | `{r.id}` | {_md(r.message)} | {_md(diag)} | `{_md(r.repro)}` |")
+            lines.append(f"| {r.status} | {code(r.id)} | {md(r.message)} | {md(diag)} | {code(r.repro) if r.repro else ''} |")
     lines += markdown_sections(report)
     write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def plot_file_name(case_id: str) -> str:
+    """A file name for a case's plot: the id with ``/`` as ``__``, other unsafe characters as ``_``, at most
+    200 characters (a longer id keeps its start and a hash of the whole)."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", case_id.replace("/", "__")).lstrip(".") or "case"
+    if len(name) > 200:
+        name = name[:180] + "-" + hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return name + ".png"
 
 
 def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) -> list[Path]:
@@ -248,10 +280,10 @@ def write_plots(report: RunReport, directory: str | Path, *, near: float = 0.5) 
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xlabel("position")
         ax.set_ylabel("max |error| / bound")
-        ax.set_title(f"{r.status} {r.id}", fontsize=8)
+        ax.set_title(f"{r.status} {for_terminal(r.id, limit=120)}".replace("$", r"\$"), fontsize=8)
         ax.legend(loc="best", fontsize=7)
         fig.tight_layout()
-        path = out_dir / (r.id.replace("/", "__").replace("@", "_") + ".png")
+        path = out_dir / plot_file_name(r.id)
         buf = io.BytesIO()
         fig.savefig(buf, dpi=90, format="png")
         write_bytes_atomic(path, buf.getvalue())

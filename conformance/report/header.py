@@ -12,6 +12,7 @@ from importlib import metadata
 from typing import Any
 
 from ..backends.names import BACKEND_LIBRARIES
+from ..untrusted_text import for_terminal
 
 __all__ = ["distribution_version", "backend_libraries", "header_lines", "roperef_environment"]
 
@@ -46,7 +47,8 @@ def header_lines(backend: Any, selector: str | None, profile: Any, golden: Mappi
     caps = backend.capabilities
     libs = backend_libraries(backend, selector)
     lines = [
-        f"roperef: backend {backend.name} ({selector or type(backend).__name__}); stages {', '.join(sorted(caps.stages)) or 'none'}; "
+        f"roperef: backend {for_terminal(backend.name)} ({for_terminal(selector or type(backend).__name__)}); "
+        f"stages {', '.join(sorted(caps.stages)) or 'none'}; "
         f"angles {caps.angle_dtype}, tables {caps.table_dtype}, attention factor {'applied' if caps.applies_attention_factor else 'left out'}",
         "roperef: versions " + ", ".join(f"{d} {distribution_version(d)}" for d in _CORE)
         + ("; backend libraries " + ", ".join(f"{d} {distribution_version(d)}" for d in libs) if libs else ""),
@@ -57,9 +59,12 @@ def header_lines(backend: Any, selector: str | None, profile: Any, golden: Mappi
     ]
     if golden:
         source = golden.get("directory") or golden.get("source") or "computed in memory"
-        lines.append(f"roperef: cases {golden.get('selected', '?')} from {source}; golden set hash {golden.get('set_hash')}, "
-                     f"tier {golden.get('tier')}")
+        lines.append(f"roperef: cases {golden.get('selected', '?')} from {for_terminal(source)}; golden set hash "
+                     f"{golden.get('set_hash')}, tier {golden.get('tier')}")
+        if golden.get("anchor"):
+            lines.append(f"roperef: set anchored: {for_terminal(golden['anchor'])}")
     env = roperef_environment()
-    lines.append("roperef: environment " + (", ".join(f"{k}={v}" for k, v in env.items()) or "no ROPEREF_* variable set"))
-    lines += [f"roperef: note: {note}" for note in notes]
+    lines.append("roperef: environment " + (", ".join(f"{k}={for_terminal(v)}" for k, v in env.items())
+                                            or "no ROPEREF_* variable set"))
+    lines += [f"roperef: note: {for_terminal(note)}" for note in notes]
     return lines

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ..judge.runner import RunReport
 from ..judge.verdict import write_verdict_plot
+from ..untrusted_text import for_markdown, for_terminal, for_xml
 from .shape_text import shape_lines
 
 __all__ = ["console_sections", "markdown_sections", "junit_sections", "write_verdict_png", "coverage_line"]
@@ -32,7 +33,7 @@ def _class_line(row: dict[str, Any]) -> str:
         fail = f", {row['failing']} failing" if row.get("failing") else ""
         return f"  judged      {row['id']:<30} {row['cases']:>4} case(s){fail}, worst budget {wb:.3g}" if wb is not None else \
             f"  judged      {row['id']:<30} {row['cases']:>4} case(s){fail}"
-    return f"  NOT judged  {row['id']:<30} {row['why']}"
+    return f"  NOT judged  {row['id']:<30} {for_terminal(row['why'])}"
 
 
 def console_sections(report: RunReport, out: TextIO, *, quiet: bool = False) -> None:
@@ -49,7 +50,7 @@ def console_sections(report: RunReport, out: TextIO, *, quiet: bool = False) -> 
             total = sum(e["count"] for e in ns)
             w(f"\nNOT_SUPPORTED reasons ({total} case(s)):\n")
             for e in ns[: (8 if quiet else 20)]:
-                w(f"  {e['count']:>5}  {e['reason']}\n")
+                w(f"  {e['count']:>5}  {for_terminal(e['reason'])}\n")
             if len(ns) > (8 if quiet else 20):
                 w(f"  ... and {len(ns) - (8 if quiet else 20)} more reasons\n")
         if cov.get("inconsistent"):
@@ -68,11 +69,11 @@ def console_sections(report: RunReport, out: TextIO, *, quiet: bool = False) -> 
     if v:
         w(f"\nrun-level diagnosis ({v['failing']} failing case(s)):\n")
         for line in v["words"]:
-            w(f"  - {line}\n")
+            w(f"  - {for_terminal(line)}\n")
 
 
 def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return for_markdown(text)
 
 
 def markdown_sections(report: RunReport) -> list[str]:
@@ -111,15 +112,15 @@ def junit_sections(report: RunReport, root: ET.Element) -> None:
                           skipped=str(len(skipped)), time="0")
     props = ET.SubElement(suite, "properties")
     for key in ("judged", "expressible", "total", "fraction", "inconsistent"):
-        ET.SubElement(props, "property", name=key, value=str(cov.get(key)))
+        ET.SubElement(props, "property", name=key, value=for_xml(cov.get(key)))
     if report.verdict:
-        ET.SubElement(props, "property", name="run-level diagnosis", value=report.verdict["summary"][:2000])
+        ET.SubElement(props, "property", name="run-level diagnosis", value=for_xml(report.verdict["summary"]))
     for r in cov["classes"]:
         tc = ET.SubElement(suite, "testcase", classname="roperef.coverage", name=r["id"], time="0")
         if r["judged"]:
             ET.SubElement(tc, "system-out").text = f"judged on {r['cases']} case(s), {r['failing']} failing, worst budget {r.get('worst_budget')}"
         else:
-            ET.SubElement(tc, "skipped", message=f"not judged: {r['why']}"[:500])
+            ET.SubElement(tc, "skipped", message=for_xml(f"not judged: {r['why']}", limit=500))
 
 
 def write_verdict_png(report: RunReport, directory: str | Path) -> Path | None:
