@@ -37,6 +37,7 @@ import numpy as np
 from roperef import reference
 from roperef.layout import pair_map
 
+from ..calls.results import is_outputs
 from ..calls.stage_call import TIMED_OUT, Interrupted, StageError
 from ..cases.case import GoldenCase
 from ..vocabulary import STAGE_OUTPUTS
@@ -75,7 +76,14 @@ def group_key(case: GoldenCase) -> str:
 
 
 def _outputs(case: GoldenCase, raw: Any) -> dict[str, Arr]:
+    """A probe call's outputs as float64 arrays: what the caller hands back (the stage's outputs already
+    turned into arrays where the backend ran, :func:`conformance.calls.stage_call.call_stage`; a call
+    form's single part ``[(label, outputs)]``) or, from a caller of the judge's own making, the raw result."""
     names = STAGE_OUTPUTS[case.stage]
+    if type(raw) is list and len(raw) == 1 and type(raw[0]) is tuple and len(raw[0]) == 2:
+        raw = raw[0][1]
+    if is_outputs(case.stage, raw):
+        raw = tuple(raw[n] for n in names) if len(names) > 1 else raw[names[0]]
     values = (raw,) if len(names) == 1 else tuple(raw) if isinstance(raw, (tuple, list)) and len(raw) == len(names) else None
     if values is None:
         raise StageError(f"returned {type(raw).__name__}, not the {case.stage} outputs")
