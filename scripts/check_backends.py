@@ -3,7 +3,7 @@
 
 Usage::
 
-    python scripts/check_backends.py REPORT_DIR [--backends a,b,...]
+    python scripts/check_backends.py REPORT_DIR [--backends a,b,...] [--jobs N]
 
 For each backend in ``conformance.backends.names.BUILTIN_BACKENDS`` it runs
 ``roperef check --backend NAME [--xfail conformance/backends/xfail/NAME.txt]
@@ -16,15 +16,21 @@ Exit 1 when any check exits non-zero (a FAIL or ERROR not in the backend's xfail
 or when a CPU backend judged no case at all (``roperef check`` exit 3: every case NOT_SUPPORTED
 usually means its library failed to install or import). GPU-only backends (:data:`GPU_ONLY`)
 may be all NOT_SUPPORTED (exit 3) on a machine without CUDA. Exit 2 on usage errors.
+
+``--jobs N`` (default: the number of CPU cores, at most 4) runs that many ``roperef check``
+processes at once (each backend is one process and most of its time is one core's work); the
+lines are printed in the backends' order, each when its run is done.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,28 +51,40 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report_dir", type=Path)
     ap.add_argument("--backends", help="comma-separated names (default: every built-in backend)")
+    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                    help="roperef check processes at once (default: the CPU cores, at most 4)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        print(f"check_backends: --jobs={args.jobs}: must be at least 1", file=sys.stderr)
+        return 2
     names = args.backends.split(",") if args.backends else list(BUILTIN_BACKENDS)
     unknown = [n for n in names if n not in BUILTIN_BACKENDS]
     if unknown:
         print(f"check_backends: unknown backend(s) {unknown}; known: {', '.join(BUILTIN_BACKENDS)}", file=sys.stderr)
         return 2
     args.report_dir.mkdir(parents=True, exist_ok=True)
-    failed: list[str] = []
+    runs: list[tuple[str, Path, list[str], str, Path | None]] = []
     for name in names:
         listed = xfail_path(name)
         xfail = listed if listed.is_file() else None
-        runs: list[tuple[Path, list[str], str]] = [(args.report_dir / f"{name}.json", [], name)]
-        runs += [(args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}")
+        runs.append((name, args.report_dir / f"{name}.json", [], name, xfail))
+        runs += [(name, args.report_dir / "cases" / f"{name}--{Path(d).name}.json", ["--cases", d], f"{name} --cases {d}", xfail)
                  for d in EXTRA_CASES.get(name, ())]
-        for report, extra, label in runs:
-            report.parent.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-m", "conformance.cli", "check", "--backend", name, *extra, "--json", str(report)]
-            if xfail:
-                cmd += ["--xfail", str(xfail)]
-            t0 = time.perf_counter()
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            seconds = time.perf_counter() - t0
+
+    def run(item: tuple[str, Path, list[str], str, Path | None]) -> tuple[subprocess.CompletedProcess[str], float]:
+        name, report, extra, _label, xfail = item
+        report.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "conformance.cli", "check", "--backend", name, *extra, "--json", str(report)]
+        if xfail:
+            cmd += ["--xfail", str(xfail)]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        return done, time.perf_counter() - t0
+
+    failed: list[str] = []
+    t_all = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for (name, report, _extra, label, _xfail), (done, seconds) in zip(runs, pool.map(run, runs)):
             counts: dict[str, int] = {}
             if report.is_file():
                 counts = json.loads(report.read_text())["summary"]["counts"]
@@ -82,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             elif judged == 0:
                 failed.append(label)
                 print(f"  {label}: no case judged (library missing or broken?)\n{done.stdout[-2000:]}", file=sys.stderr)
+    print(f"check_backends: {len(runs)} runs in {time.perf_counter() - t_all:.0f} s with --jobs {args.jobs}", flush=True)
     if failed:
         print(f"backend checks failed: {', '.join(failed)}", file=sys.stderr)
         return 1
