@@ -354,10 +354,13 @@ def test_cli_no_rope_exit_code_and_layers(tmp_path, capsys):
     path = _write(tmp_path, {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 2})
     assert cli_spec.run(_args(path)) == ExitCode.NO_ROPE
     out, err = capsys.readouterr()
-    assert out == "" and "no RoPE" in err and "gpt2" in err
+    assert "no RoPE" in err and "gpt2" in err
+    said = json.loads(out)  # stdout says it too, as data: {"rope": null, "why": ...}
+    assert said["rope"] is None and said["model_type"] == "gpt2" and "no rotary embedding" in said["why"]
     assert cli_spec.run(_args(path, layers=True)) == ExitCode.NO_ROPE
-    out, _ = capsys.readouterr()
-    assert out.count("no RoPE") == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[-2:] for line in lines[1:3]] == [["no", "RoPE"]] * 2  # each of the 2 layers
+    assert lines[3].startswith("no RoPE:") and "gpt2" in lines[3] and len(lines) == 4  # then why
     llama4 = _write(tmp_path, {**LLAMA, "num_hidden_layers": 4, "no_rope_layers": [1, 1, 1, 0]}, "l4.json")
     assert cli_spec.run(_args(llama4, layers=True)) == 0
     lines = capsys.readouterr().out.splitlines()
