@@ -45,6 +45,32 @@ TILE_BUGS: dict[str, str] = {
 }
 
 
+def tile_expectations() -> dict[str, Any]:
+    """bug -> :class:`unlisted_bug_engines.Expect`: what a correct diagnosis of each tile bug says (the meta table of
+    docs/meta-tests.md). Unstored tokens and channels come back as 0 (the output buffer starts zeroed); heads and pairs
+    outside the last full tile come back unrotated (loaded and stored unchanged)."""
+    from unlisted_bug_engines import Expect
+
+    unrotated = Expect(("head", "angle", "position", "pair_map", "frequency"), ("identity", "zero"), (), "")
+    zeroed = Expect(("token", "gain", "pair_map"), ("zero", "tokens", "uniform", "pairs"), (), "", gain=0.0)
+    out: dict[str, Any] = {}
+    for bug, words in TILE_BUGS.items():
+        if bug in ("head-tile4-tail", "odd-heads"):
+            e = unrotated
+        elif bug.startswith("pair-group"):
+            e = unrotated
+        elif bug == "rows-4096" or bug.startswith("token-tail"):
+            e = zeroed
+        elif bug == "prefill-64":  # every row of 64 tokens or more at p+1: on a case of such rows, positions:shifted is true
+            e = Expect(("position", "row", "token"), ("shift", "per-row"), (), "", may_name=("positions:shifted",))
+        elif bug == "vector16-remainder":
+            e = Expect(("channel", "gain", "pair_map", "token"), ("passthrough", "zero", "pairs", "tokens", "uniform"), (), "")
+        else:  # strides-ignored, writes-outside: elements read or written at other places
+            e = Expect(("channel", "dependence", "token", "head", "row", "pair_map", "linearity"), (), (), "")
+        out[bug] = Expect(e.axes, e.patterns, (), words, e.may_name, e.gain)
+    return out
+
+
 def _pair_map(head_dim: int, width: int, start: int, pairing: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(read a, read b, write a, write b) channels of each pair (docs/spec.md section 2, written again)."""
     n = width // 2

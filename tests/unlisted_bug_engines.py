@@ -39,6 +39,21 @@ class Expect:
     cases: tuple[tuple[str, str, str, str, str], ...]
     words: str
     may_name: tuple[str, ...] = ()
+    #: a gain-axis finding counts only when every gain it measured is this value (0: outputs zeroed)
+    gain: float | None = None
+
+    def described(self, diagnosis: dict[str, Any] | None) -> bool:
+        """Whether a FAIL's diagnosis (the JSON dict) has a finding that describes this bug."""
+        for f in (diagnosis or {}).get("findings") or []:
+            if f["axis"] not in self.axes or (self.patterns and f["pattern"] not in self.patterns):
+                continue
+            if f["axis"] == "gain" and self.gain is not None:
+                g = (f.get("measured") or {}).get("gain")
+                vals = g if isinstance(g, list) else [g]
+                if not vals or any(v is None or abs(float(v) - self.gain) > 1e-6 for v in vals):
+                    continue
+            return True
+        return False
 
 
 _FWD = ("forward", "default", "half", "float32", "near4096")
@@ -118,6 +133,11 @@ UNLISTED: dict[str, Expect] = {
     "position-counter": Expect(("state",), ("changes",), (_FWD, _ROWS), "positions offset by a counter advanced each call"),
     # backward
     "backward-positions-doubled": Expect(("angle",), ("doubled",), (_BWD,), "backward rotates by -2 phi"),
+    # second round (issue 21): kinds the first round did not have
+    "batch-row-positions": Expect(("row", "position"), ("per-row", "shift", "rows-permuted"), (_ROWS,),
+                                  "batch row b reads the positions of row b+1 (mod B)"),
+    "head-position-offset": Expect(("head",), ("shift", "per-row"), (_FWD, _ROWS), "head h rotated at position p + h"),
+    "odd-heads-reversed": Expect(("head",), ("reversed",), (_FWD, _ROWS), "odd heads rotate in the opposite direction (sin negated)"),
 }
 
 NOT_BUGS = ("ggml-theta-scale", "fast-sincos")
@@ -233,6 +253,8 @@ class UnlistedEngine(BaseBackend):
             t = np.arange(T)
             first = t - t % 8
             rows = rows - rows[..., first] if b == "tile-restart-8" else rows[..., t % 8]
+        elif b == "batch-row-positions" and rows.ndim == 3 and rows.shape[1] > 1:
+            rows = np.roll(rows, -1, axis=1)  # row b reads row b+1's positions
         elif b == "tokens-reversed" and rows.ndim == 3:
             rows = rows[..., ::-1].copy()
         elif b == "int16-positions":
@@ -353,8 +375,21 @@ class UnlistedEngine(BaseBackend):
     def apply(self, x, cos, sin, spec):
         return self._rotate(x, np.asarray(cos, dtype=np.float64), np.asarray(sin, dtype=np.float64), spec, False)
 
+    def _per_head(self, x, positions, spec, cu, backward: bool) -> np.ndarray:
+        """Heads rotated on their own: head h at position p + h, or odd heads with sin negated."""
+        y = np.empty_like(np.asarray(x))
+        for h in range(x.shape[-2]):
+            pos = np.asarray(positions) + (h if self.bug == "head-position-offset" else 0)
+            cos, sin = self._tables(spec, pos, cu, x.shape[:-2])
+            if self.bug == "odd-heads-reversed" and h % 2 == 1:
+                sin = -sin
+            y[..., h:h + 1, :] = self._rotate(x[..., h:h + 1, :], cos, sin, spec, backward)
+        return y
+
     def forward(self, x, positions, spec, cu_seqlens=None):
         x = np.asarray(x)
+        if self.bug in ("head-position-offset", "odd-heads-reversed"):
+            return self._per_head(x, positions, spec, cu_seqlens, False)
         cos, sin = self._tables(spec, positions, cu_seqlens, x.shape[:-2])
         y = self._rotate(x, cos, sin, spec, False)
         if self.bug == "head1-theta-x2" and x.shape[-2] > 1:
@@ -365,5 +400,7 @@ class UnlistedEngine(BaseBackend):
 
     def backward(self, grad, positions, spec, cu_seqlens=None):
         grad = np.asarray(grad)
+        if self.bug in ("head-position-offset", "odd-heads-reversed"):
+            return self._per_head(grad, positions, spec, cu_seqlens, True)
         cos, sin = self._tables(spec, positions, cu_seqlens, grad.shape[:-2])
         return self._rotate(grad, cos, sin, spec, True)

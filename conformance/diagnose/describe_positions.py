@@ -187,6 +187,10 @@ def _token_map(units: Units, positions: Arr, k: Arr, ch: Arr) -> tuple[str, str]
         named.append(("tokens-reversed", "token order reversed within the row (token i uses the position of token T-1-i)",
                       start + (row_len - 1 - units.index)))
         named.append(("row0", "every row rotated with batch row 0's positions", units.index))
+        n_rows = n_tok // max(row_len, 1)
+        for kk in range(1, min(n_rows, 4)):
+            named.append(("rows-permuted", f"batch row b rotated with the positions of row (b+{kk}) mod {n_rows}",
+                          ((units.row + kk) % n_rows) * row_len + units.index))
     named.append(("first-token", "every token rotated with the position of its row's first token", start))
     for kk in (1, -1, 2, -2, 3, -3):
         named.append(("tokens-shifted", f"each token rotated with the position of the token {abs(kk)} {'after' if kk > 0 else 'before'} it",
@@ -315,7 +319,7 @@ def describe_positions(units: Units, positions: Arr) -> list[Finding]:
             return [_finding(units, "position", "shift", f"p{kk:+d} instead of p", ch, k)]
         tm = _token_map(units, positions.astype(np.int64), k, ch)
         if tm:
-            axis = "token" if tm[0] != "row0" else "row"
+            axis = "row" if tm[0] in ("row0", "rows-permuted") else "token"
             f = _finding(units, "position", tm[0], tm[1], ch, k)
             return [Finding(axis, f.words, f.pattern, f.where, f.measured, f.expected)]
         rnd = _rounded(p[ch], eff[ch])

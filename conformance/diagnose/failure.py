@@ -53,7 +53,7 @@ Prober = Callable[[GoldenCase, Mapping[str, np.ndarray], Mapping[str, np.ndarray
 #: measured properties no decoy of the catalogue has: a decoy matching the output is not named when one is found
 UNDESCRIBED_AXES = frozenset({"state", "dependence", "linearity", "head"})
 #: on the head axis, the patterns that are such a property (a small deviation on one head is not)
-_HEAD_PATTERNS = frozenset({"copied", "heads-differ", "head-dependent"})
+_HEAD_PATTERNS = frozenset({"copied", "heads-differ", "head-dependent", "identity"})
 
 
 def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mapping[str, np.ndarray],
@@ -185,6 +185,24 @@ def _gate(case: GoldenCase, diag: dict[str, Any], findings: list[Finding], outpu
     return None
 
 
+def _returns_input(case: GoldenCase, outputs: Mapping[str, np.ndarray]) -> bool:
+    """A tensor case whose output equals its input on every element."""
+    if case.stage not in ("apply", "forward", "backward"):
+        return False
+    name, out = ("grad", "grad_x") if case.stage == "backward" else ("x", "y")
+    x, y = np.asarray(case.arrays[name], dtype=np.float64), np.asarray(outputs[out], dtype=np.float64)
+    return x.shape == y.shape and bool(np.array_equal(x, y))
+
+
+def _single_position(case: GoldenCase) -> float | None:
+    """The one non-zero position every token of a tensor or table case has (None: several, or none)."""
+    pos = case.arrays.get("positions")
+    if pos is None:
+        return None
+    vals = np.unique(np.asarray(position_rows(case.spec, pos), dtype=np.float64))
+    return float(vals[0]) if vals.size == 1 and vals[0] != 0 else None
+
+
 def _one_token_rows(case: GoldenCase) -> bool:
     """Every batch row (or packed sequence) of a tensor or table case holds one token (decode steps)."""
     a = case.arrays
@@ -245,6 +263,27 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["ambiguous"] = {"class": "positions:shifted", "measured": local[0].words}
         diag["summary"] = (f"likely cause, one of: {cand['words']} on every token (positions:shifted, budget {cand['budget']:.3g}); "
                            f"or a shift only where it is measured: {local[0].words} [docs/spec.md section {local[0].section}]")
+    if diag.get("match") and _returns_input(case, outputs):
+        # the output is the input, bit for bit: whatever decoy reproduces that (positions all 0, rows not rotated) is
+        # as much a cause as a rotation that never ran on these heads and tokens (a kernel's loop or tile bound)
+        named = [c for c in diag["candidates"] if c["name"] in (diag.get("matches") or [])]
+        diag["match"] = None
+        diag["ambiguous"] = {"class": named[0]["name"], "measured": "the input returned unchanged"}
+        diag["summary"] = ("likely cause, one of: " + "; ".join(f"{c['words']} ({c['name']}, budget {c['budget']:.3g})" for c in named)
+                           + "; or the rotation not applied at all: every (token, head) returns its input unchanged, which "
+                           "these give too; a case with other positions, heads or lengths tells them apart")
+    one = _single_position(case)
+    if diag.get("match") == "positions:shifted" and len(diag.get("matches") or []) == 1 and one:
+        # every token at one position p: a shift by k is the same operator as every angle scaled by (p + k) / p
+        cand = next(c for c in diag["candidates"] if c["name"] == "positions:shifted")
+        k = cand.get("param")
+        ratio = f"{(one + float(k)) / one:.6g}" if isinstance(k, (int, float)) else "(p + k) / p"
+        scaled = next((f for f in findings if f.axis in ("angle", "frequency") and f.pattern in ("doubled", "tripled", "uniform")), None)
+        diag["match"], diag["matches"] = None, []
+        diag["ambiguous"] = {"class": "positions:shifted", "measured": scaled.words if scaled else f"every angle x{ratio}"}
+        diag["summary"] = (f"likely cause, one of: {cand['words']} (positions:shifted, budget {cand['budget']:.3g}); or every angle "
+                           f"scaled by {ratio}" + (f" ({scaled.words})" if scaled else "") + f": with every token at position "
+                           f"{one:g} these are the same operator; a case with several positions tells them apart")
     if (diag.get("match") == "scaling:factor" and case.spec.scaling.type == "linear"
             and len(diag.get("matches") or []) == 1):
         # a linear factor changes every frequency by one ratio: the same operator as doubled angles or scaled positions

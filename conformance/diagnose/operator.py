@@ -111,6 +111,46 @@ def _passthrough(case: GoldenCase, actual: Mapping[str, Arr]) -> list[int]:
     return [keep[i] for i in np.nonzero(changed)[0]]
 
 
+def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr],
+               bound: Mapping[str, Arr]) -> tuple[Finding, bool] | None:
+    """(token, head) units that return their input bit for bit where the spec's output differs from it (a rotation
+    that never ran there: a loop, tile or head bound), whatever the pairing; ``(finding, every deviating unit is one)``."""
+    if case.stage not in ("forward", "backward", "apply"):
+        return None
+    name, out = ("grad", "grad_x") if case.stage == "backward" else ("x", "y")
+    x = np.asarray(case.arrays[name], dtype=np.float64)
+    y = np.asarray(actual[out], dtype=np.float64)
+    e = np.asarray(expected[out], dtype=np.float64)
+    b = np.asarray(bound[out], dtype=np.float64)
+    if not (x.shape == y.shape == e.shape == b.shape) or x.ndim < 2:
+        return None
+    H, D = x.shape[-2], x.shape[-1]
+    xs, ys, es, bs = (v.reshape(-1, H, D) for v in (x, y, e, b))
+    with np.errstate(invalid="ignore"):
+        moves = np.any(np.abs(es - xs) > bs, axis=-1)  # [N, H]: the spec rotates this unit visibly
+        deviates = np.any(~(np.abs(ys - es) <= bs), axis=-1)
+    same = np.all(ys == xs, axis=-1) & moves
+    if not same.any():
+        return None
+    N = xs.shape[0]
+    heads = np.nonzero(same.any(axis=0))[0]
+    toks = np.nonzero(same.any(axis=1))[0]
+    every = bool(np.all(same[deviates]))
+    where = {"heads": [int(h) for h in heads], "tokens": [int(t) for t in toks[:64]]}
+    measured = {"unrotated_units": int(same.sum())}
+    if same[moves].all():
+        return Finding("angle", "no rotation: every (token, head) returns its input unchanged (the rotation never ran)", "identity",
+                       where, measured, {"unrotated_units": 0}), every
+    if heads.size < H and np.all(same[:, heads] | ~moves[:, heads]):
+        return Finding("head", f"head{'s' if heads.size > 1 else ''} {ranges(heads)} not rotated: they return their input "
+                       "unchanged on every token", "identity", where, measured, {"unrotated_units": 0}), every
+    if toks.size < N and np.all(same[toks] | ~moves[toks]):
+        return Finding("token", f"{toks.size} token(s) not rotated (e.g. flattened token {int(toks[0])}): they return their input "
+                       "unchanged on every head", "identity", where, measured, {"unrotated_units": 0}), every
+    return Finding("token", f"{int(same.sum())} (token, head) units not rotated: they return their input unchanged", "identity",
+                   where, measured, {"unrotated_units": 0}), every
+
+
 def _over_where(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> str:
     """Where the samples over their bound are (batch rows, heads, pairs), in words ("" when everywhere)."""
     over = valid & (np.abs(rel - 1.0) > tol)
@@ -499,6 +539,10 @@ def _table_rows(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> list[Finding
                     {"source_token": src.tolist()}, {"source_token": tok.tolist()})]
 
 
+#: per-head descriptions too vague to be preferred over the joint ones (positions per (token, head), table rows)
+_VAGUE = frozenset({"table", "unexplained", "mixed", "small-deviation", "token-map", "groups"})
+
+
 def _per_head(case: GoldenCase, sm: PairSamples, rel: Arr, tol: Arr, valid: Arr, r: Resolved | None) -> list[Finding]:
     """Each head described on its own (heads rotated differently: another theta, another position per head);
     empty unless every deviating head is described without an unexplained part."""
@@ -528,6 +572,11 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     if changed:
         m.findings.append(Finding("channel", f"channels outside the rotary window changed: {ranges(changed)} (they must pass "
                                   "through bit-exactly)", "passthrough", {"channels": changed}, "changed", "unchanged"))
+    unrotated = _unrotated(case, actual, expected, bound)
+    if unrotated is not None:
+        m.findings.append(unrotated[0])
+        if unrotated[1]:
+            return m
     w, s = inv_freq(case.spec, case_seq_len(case)) if "positions" in case.arrays else (np.zeros(case.spec.n_pairs), 1.0)
     sm = pair_samples(case, actual, expected, bound, w, s)
     if sm is None:
@@ -575,6 +624,19 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
     th = tol.reshape(units, -1)
     vh = valid.reshape(units, -1)
     ph = np.repeat(phi, H, axis=0)
+    bad_pairs = (valid & ~right).any(axis=(0, 1))
+    pm = pair_map_findings(sm, bad_pairs, SLACK) if not copies else []
+    if pm and pm[0].pattern != "mixed":
+        # one fixed 2x2 formula (or a reflection) fits every token's heads: a map, not per-unit positions or table rows
+        # (with few pairs, some position or table row fits any single angle)
+        m.findings += pm
+        return m
+    if not copies:
+        # each head described on its own first, where that is specific (a head rotating the other way, at p + 1, ...)
+        first = _per_head(case, sm, rel, tol, valid, r)
+        if first and not any(f.pattern in _VAGUE for f in first):
+            m.findings += first
+            return m
     if sm.pos is not None and not copies:
         pos_f, known = _positions(case, sm, dh, ph + dh, th, vh, True)
         if pos_f and known >= 0.9:
@@ -589,11 +651,6 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
             m.findings += rows_f
             return m
     if not copies:
-        bad_pairs = (valid & ~right).any(axis=(0, 1))
-        pm = pair_map_findings(sm, bad_pairs, SLACK)
-        if pm and pm[0].pattern != "mixed":
-            m.findings += pm
-            return m
         heads_f = _per_head(case, sm, rel, tol, valid, r)
         if heads_f:
             m.findings += heads_f

@@ -41,8 +41,9 @@ from ..calls.results import is_outputs
 from ..calls.stage_call import TIMED_OUT, Interrupted, StageError
 from ..cases.case import GoldenCase
 from ..vocabulary import STAGE_OUTPUTS
+from .describe_maps import pair_map_findings
 from .findings import Finding, ranges
-from .samples import channel_candidates
+from .samples import channel_candidates, pair_samples
 
 __all__ = ["MAX_PROBE_CALLS", "ProbeResult", "ProbeBook", "group_key", "run_probes"]
 
@@ -232,7 +233,12 @@ def _heads(ss: _Session) -> None:
             differ.append(h)
             if np.array_equal(y[..., h, :], xp[..., h, :]):
                 same_as_input.append(h)
-    if differ:
+    if differ and same_as_input == differ and not np.array_equal(y[..., 0, :], xp[..., 0, :]):
+        # head 0 rotates its input, every differing head hands it back unchanged: those heads are not rotated
+        ss.result.findings.append(Finding("head", f"heads {ranges(differ)} are not rotated: given head 0's input they return it "
+                                          "unchanged while head 0 rotates it", "identity", {"heads": differ},
+                                          {"unrotated_heads": same_as_input}, {"unrotated_heads": []}, probe=True))
+    elif differ:
         extra = f" (heads {ranges(same_as_input)} return their input unrotated)" if same_as_input else ""
         ss.result.findings.append(Finding("head", f"heads given identical inputs give different outputs: heads {ranges(differ)} differ "
                                           f"from head 0{extra}", "head-dependent", {"heads": differ},
@@ -290,13 +296,49 @@ def _unit(ss: _Session) -> None:
                                       {"reach": {str(c): sorted(partner[c]) for c in cs[:16]}}, probe=True))
 
 
+def _pairs(ss: _Session) -> None:
+    """One head: the 2x2 map of every (token, pair) from two calls, every pair's first input channel set to 1, then its
+    second (the spec's pair map), read as two heads of samples for :func:`.describe_maps.pair_map_findings`."""
+    case = ss.case
+    name, out, x = _tensor(case)
+    if x.shape[-2] != 1 or ss.budget - ss.result.calls < 2:
+        return
+    spec = case.spec
+    pm = pair_map(spec) if case.stage != "backward" else pair_map(spec).transposed()
+    D = x.shape[-1]
+    flat = x.reshape(-1, D)
+    ys = []
+    for tag, chans in (("pairs-a", pm.in_a), ("pairs-b", pm.in_b)):
+        xp = np.zeros_like(flat)
+        xp[:, chans] = 1.0
+        got = ss.run(tag, _with_input(case, tag, xp.reshape(x.shape)))
+        if got is None:
+            return
+        ys.append(np.asarray(got[out], dtype=np.float64).reshape(-1, D))
+    sm = pair_samples(case, ss.outputs, {out: np.asarray(case.arrays[out], dtype=np.float64)}, ss.bound, np.zeros(spec.n_pairs), 1.0)
+    if sm is None:
+        return
+    N, n = sm.n_tokens, sm.n_pairs
+    zin = np.stack([np.ones((N, n), dtype=complex), np.full((N, n), 1j)], axis=1)
+    zout = np.stack([y[:, pm.out_a] + 1j * y[:, pm.out_b] for y in ys], axis=1)
+    with np.errstate(all="ignore"):
+        unit_tol = np.nanmax(np.where(sm.weight > 0, sm.tol / np.sqrt(np.where(sm.weight > 0, sm.weight, 1.0)), np.nan), axis=1)
+    tol = np.repeat(np.where(np.isfinite(unit_tol), unit_tol, np.inf)[:, None, :], 2, axis=1)
+    ok = np.isfinite(zout)
+    two = replace(sm, zin=zin, zout=np.where(ok, zout, 0.0), tol=tol, weight=np.where(ok, 1.0, 0.0), label="pair probe")
+    bad = np.any(np.abs(two.zout - two.q[:, None, :] * two.zin) > tol, axis=(0, 1))
+    found = pair_map_findings(two, bad, 4.0)
+    ss.result.findings += [replace(f, words=f"pair probe (each pair given (1, 0), then (0, 1)): {f.words}", probe=True)
+                           for f in found if f.pattern != "mixed"]
+
+
 def run_probes(case: GoldenCase, outputs: Mapping[str, Arr], bound: Mapping[str, Arr], call: Caller, *, floor: float, u_out: float,
                budget: int = MAX_PROBE_CALLS) -> ProbeResult:
     """Probe the backend on ``case`` (its first FAIL of a group) within ``budget`` calls."""
     ss = _Session(case, outputs, bound, call, budget, floor, u_out)
     _repeat(ss)
     if case.stage in ("apply", "forward", "backward") and not ss.timed_out:
-        for step in (_isolate, _heads, _unit):
+        for step in (_isolate, _heads, _unit, _pairs):
             if ss.timed_out:
                 break
             step(ss)
