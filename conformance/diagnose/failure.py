@@ -53,7 +53,7 @@ Prober = Callable[[GoldenCase, Mapping[str, np.ndarray], Mapping[str, np.ndarray
 #: measured properties no decoy of the catalogue has: a decoy matching the output is not named when one is found
 UNDESCRIBED_AXES = frozenset({"state", "dependence", "linearity", "head"})
 #: on the head axis, the patterns that are such a property (a small deviation on one head is not)
-_HEAD_PATTERNS = frozenset({"copied", "heads-differ", "head-dependent", "identity"})
+_HEAD_PATTERNS = frozenset({"copied", "heads-differ", "head-dependent", "identity", "zero"})
 
 
 def pair_profile(case: GoldenCase, outputs: Mapping[str, np.ndarray], exp: Mapping[str, np.ndarray],

@@ -143,11 +143,11 @@ def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[st
                        where, measured, {"unrotated_units": 0}), every
     if heads.size < H and np.all(same[:, heads] | ~moves[:, heads]):
         return Finding("head", f"head{'s' if heads.size > 1 else ''} {ranges(heads)} not rotated: they return their input "
-                       "unchanged on every token", "identity", where, measured, {"unrotated_units": 0}), every
+                       "unchanged on every token", "zero", where, measured, {"unrotated_units": 0}), every
     if toks.size < N and np.all(same[toks] | ~moves[toks]):
         return Finding("token", f"{toks.size} token(s) not rotated (e.g. flattened token {int(toks[0])}): they return their input "
-                       "unchanged on every head", "identity", where, measured, {"unrotated_units": 0}), every
-    return Finding("token", f"{int(same.sum())} (token, head) units not rotated: they return their input unchanged", "identity",
+                       "unchanged on every head", "zero", where, measured, {"unrotated_units": 0}), every
+    return Finding("token", f"{int(same.sum())} (token, head) units not rotated: they return their input unchanged", "zero",
                    where, measured, {"unrotated_units": 0}), every
 
 

@@ -236,7 +236,7 @@ def _heads(ss: _Session) -> None:
     if differ and same_as_input == differ and not np.array_equal(y[..., 0, :], xp[..., 0, :]):
         # head 0 rotates its input, every differing head hands it back unchanged: those heads are not rotated
         ss.result.findings.append(Finding("head", f"heads {ranges(differ)} are not rotated: given head 0's input they return it "
-                                          "unchanged while head 0 rotates it", "identity", {"heads": differ},
+                                          "unchanged while head 0 rotates it", "zero", {"heads": differ},
                                           {"unrotated_heads": same_as_input}, {"unrotated_heads": []}, probe=True))
     elif differ:
         extra = f" (heads {ranges(same_as_input)} return their input unrotated)" if same_as_input else ""
