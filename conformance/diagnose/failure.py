@@ -203,6 +203,22 @@ def _single_position(case: GoldenCase) -> float | None:
     return float(vals[0]) if vals.size == 1 and vals[0] != 0 else None
 
 
+#: rows no longer than this many tokens cannot tell "offsets ignored" from a restart every kernel tile (tiles are 8-128 tokens)
+SHORT_ROWS = 64
+
+
+def _longest_row(case: GoldenCase) -> int:
+    """The most tokens of one batch row (or packed sequence) of a tensor or table case (0: no positions)."""
+    a = case.arrays
+    if "cu_seqlens" in a:
+        return int(np.max(np.diff(np.asarray(a["cu_seqlens"])), initial=0))
+    pos = a.get("positions")
+    if pos is None:
+        return 0
+    shape = np.shape(pos)[1:] if case.spec.n_axes > 1 else np.shape(pos)
+    return int(shape[-1]) if shape else 1
+
+
 def _one_token_rows(case: GoldenCase) -> bool:
     """Every batch row (or packed sequence) of a tensor or table case holds one token (decode steps)."""
     a = case.arrays
@@ -305,6 +321,16 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         diag["summary"] = ("likely cause, one of: " + "; ".join(f"{c['words']} ({c['name']}, budget {c['budget']:.3g})" for c in named)
                            + "; or positions taken relative to each row's (or tile's) first token, or the rows' last tokens left "
                            "unrotated: with one token per row these are the same; a case with several tokens per row tells them apart")
+    elif (diag.get("match") == "positions:offsets-ignored" and set(diag.get("matches") or []) <= zeroish
+            and 1 < _longest_row(case) <= SHORT_ROWS):
+        # every row at most a kernel tile long: positions counted from each row's first token are also what positions
+        # restarting every tile of K >= T tokens give
+        named = [c for c in diag["candidates"] if c["name"] in (diag.get("matches") or [])]
+        diag["match"] = None
+        diag["ambiguous"] = {"class": named[0]["name"], "measured": f"rows of at most {_longest_row(case)} tokens"}
+        diag["summary"] = ("likely cause, one of: " + "; ".join(f"{c['words']} ({c['name']}, budget {c['budget']:.3g})" for c in named)
+                           + f"; or positions restarting at 0 every tile of K tokens, for any K >= {_longest_row(case)} (the "
+                           "longest row here): a case with longer rows tells them apart")
     why_not = _gate(case, diag, findings, outputs, r, attention_divisor(case, caps))
     if why_not:
         named = diag["match"]

@@ -250,7 +250,7 @@ def _unit(ss: _Session) -> None:
     name, out, x = _tensor(case)
     row, idx, head, D = _slots(case)
     S = row.size
-    calls = 1 if S >= 2 * D else 2
+    calls = min(1 if S >= 2 * D else 2, ss.budget - ss.result.calls)
     spec = case.spec
     pm = pair_map(spec) if case.stage != "backward" else pair_map(spec).transposed()
     partner = {c: {c} for c in range(D)}
@@ -338,7 +338,9 @@ def run_probes(case: GoldenCase, outputs: Mapping[str, Arr], bound: Mapping[str,
     ss = _Session(case, outputs, bound, call, budget, floor, u_out)
     _repeat(ss)
     if case.stage in ("apply", "forward", "backward") and not ss.timed_out:
-        for step in (_isolate, _heads, _unit, _pairs):
+        one_head = np.shape(case.arrays["grad" if case.stage == "backward" else "x"])[-2] == 1
+        # one head: its 2x2 maps (2 calls) before the channel map, which then gets the call left (a full cycle when S >= D)
+        for step in ((_isolate, _pairs, _unit) if one_head else (_isolate, _heads, _unit)):
             if ss.timed_out:
                 break
             step(ss)
