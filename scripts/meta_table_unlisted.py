@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         rep = run_cases(make(bug=bug), cases, RunOptions())
         judged = [r for r in rep.results if r.status != "NOT_SUPPORTED"]
         fails = [r for r in rep.results if r.status == "FAIL"]
-        described = [r for r in fails if expect is not None and expect.described(r.diagnosis)]
+        described = [r for r in fails if expect is not None and expect.described(r.diagnosis, r.message)]
         wrong = [r for r in fails if (r.diagnosis or {}).get("match") not in (None, *(expect.may_name if expect else ()))]
         imprecise = [r for r in rep.results if r.status == "IMPRECISE"]
         ms = [1000 * max(r.seconds - off.get(r.id, 0.0), 0.0) for r in fails + imprecise]

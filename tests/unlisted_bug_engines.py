@@ -41,9 +41,13 @@ class Expect:
     may_name: tuple[str, ...] = ()
     #: a gain-axis finding counts only when every gain it measured is this value (0: outputs zeroed)
     gain: float | None = None
+    #: words in the FAIL's own message that describe the bug (a call form's integrity check, said before any diagnosis)
+    message: tuple[str, ...] = ()
 
-    def described(self, diagnosis: dict[str, Any] | None) -> bool:
-        """Whether a FAIL's diagnosis (the JSON dict) has a finding that describes this bug."""
+    def described(self, diagnosis: dict[str, Any] | None, message: str = "") -> bool:
+        """Whether a FAIL's diagnosis (the JSON dict), or its message where :attr:`message` allows, describes this bug."""
+        if any(w in message for w in self.message):
+            return True
         for f in (diagnosis or {}).get("findings") or []:
             if f["axis"] not in self.axes or (self.patterns and f["pattern"] not in self.patterns):
                 continue

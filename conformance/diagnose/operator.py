@@ -151,6 +151,39 @@ def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[st
                    where, measured, {"unrotated_units": 0}), every
 
 
+def _unwritten_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr],
+                        bound: Mapping[str, Arr]) -> list[Finding]:
+    """Rotated output channels that hold their own input, or 0, on every (token, head) where the spec's value differs
+    (a store that never ran there: a pair group, a vector remainder)."""
+    if case.stage not in ("forward", "backward", "apply"):
+        return []
+    name, out = ("grad", "grad_x") if case.stage == "backward" else ("x", "y")
+    x = np.asarray(case.arrays[name], dtype=np.float64)
+    y = np.asarray(actual[out], dtype=np.float64)
+    e = np.asarray(expected[out], dtype=np.float64)
+    b = np.asarray(bound[out], dtype=np.float64)
+    if not (x.shape == y.shape == e.shape == b.shape) or x.ndim < 2:
+        return []
+    D = x.shape[-1]
+    pm = pair_map(case.spec) if case.stage != "backward" else pair_map(case.spec).transposed()
+    rotated = np.zeros(D, dtype=bool)
+    rotated[np.concatenate([pm.out_a, pm.out_b])] = True
+    xs, ys, es, bs = (v.reshape(-1, D) for v in (x, y, e, b))
+    with np.errstate(invalid="ignore"):
+        differs = np.abs(es - xs) > bs  # the spec moves this element visibly
+        wrong = ~(np.abs(ys - es) <= bs)
+    out: list[Finding] = []
+    for what, hit, pattern in (("keep their input bit for bit (the rotation never wrote them)", ys == xs, "unwritten"),
+                               ("are 0 (never written)", (ys == 0) & (es != 0), "zero")):
+        seen = differs if pattern == "unwritten" else es != 0  # where a written channel would differ from the hit
+        cols = [c for c in range(D) if rotated[c] and (seen[:, c] & wrong[:, c]).sum() >= 2 and np.all(hit[:, c] | ~seen[:, c])]
+        if not cols or len(cols) == int(rotated.sum()) and pattern == "unwritten":
+            continue  # every rotated channel unwritten: the whole rotation never ran (said by the unrotated units)
+        out.append(Finding("channel", f"output channels {ranges(cols)} {what} on every (token, head)", pattern, {"channels": cols},
+                           {"channels": cols}, {"channels": []}))
+    return out
+
+
 def _over_where(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> str:
     """Where the samples over their bound are (batch rows, heads, pairs), in words ("" when everywhere)."""
     over = valid & (np.abs(rel - 1.0) > tol)
@@ -577,6 +610,7 @@ def measure_operator(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapp
         m.findings.append(unrotated[0])
         if unrotated[1]:
             return m
+    m.findings += _unwritten_channels(case, actual, expected, bound)
     w, s = inv_freq(case.spec, case_seq_len(case)) if "positions" in case.arrays else (np.zeros(case.spec.n_pairs), 1.0)
     sm = pair_samples(case, actual, expected, bound, w, s)
     if sm is None:
