@@ -30,8 +30,26 @@ def _case(spec: tuple[str, str, str, str, str]):
     return _CASES[spec]
 
 
-def _described(diag: dict, expect) -> bool:
-    return any(f["axis"] in expect.axes and (not expect.patterns or f["pattern"] in expect.patterns) for f in diag["findings"])
+def _described(diag: dict, expect, message: str = "") -> bool:
+    return bool(expect.described(diag, message))
+
+
+def _reshaped(case, tokens: int, heads: int, position: int | None = None):
+    """``case`` cut to its first batch row's first ``tokens`` tokens and ``heads`` heads (every token at
+    ``position`` when given), its expected output recomputed by the reference."""
+    from dataclasses import replace
+
+    from roperef import reference
+
+    a = dict(case.arrays)
+    x = np.asarray(a["x"])[:1, :tokens]
+    h = np.arange(heads)
+    scale = (1.0 + 0.25 * (h // x.shape[-2]))[:, None]  # heads past the case's own: its heads again, scaled
+    a["x"] = np.ascontiguousarray((x[..., h % x.shape[-2], :] * scale).astype(x.dtype))
+    pos = np.asarray(a["positions"])[:1, :tokens]
+    a["positions"] = np.full_like(pos, position) if position is not None else pos
+    a["y"] = reference.forward(a["x"], a["positions"], case.spec)
+    return replace(case, id=f"{case.id}/t{tokens}-h{heads}" + (f"-at{position}" if position is not None else ""), arrays=a)
 
 
 @pytest.mark.parametrize("bug", sorted(UNLISTED))
@@ -44,11 +62,52 @@ def test_an_unlisted_bug_is_described_and_never_named_wrongly(bug):
     assert fails, f"{bug}: no case failed ({[(r.id, r.status) for r in rep.results]})"
     for r in fails:
         d = r.diagnosis
-        assert _described(d, expect), f"{bug} {r.id}: {[(f['axis'], f['pattern'], f['words']) for f in d['findings']]}"
+        assert _described(d, expect, r.message), f"{bug} {r.id}: {[(f['axis'], f['pattern'], f['words']) for f in d['findings']]}"
         assert d["match"] in (None, *expect.may_name), f"{bug} {r.id}: named {d['match']}: {d['summary']}"
         assert "closest" not in d["summary"]
         for f in d["findings"]:
             assert f["axis"] in AXES and f["words"] and f["section"]
+
+
+@pytest.mark.parametrize("bug", ["head-tile4-tail", "token-tail-32", "odd-heads"])
+def test_a_tile_bug_is_described_and_never_named_wrongly(bug):
+    """Issue 22's tiled kernels: heads past the last full tile returned unrotated (on 2 heads: every head, an output
+    equal to its input, which positions:zero reproduces too: a tie, not a name), tokens past the last full tile zeroed."""
+    from tiled_bug_engines import TiledEngine, tile_expectations
+
+    expect = tile_expectations()[bug]
+    base = _case(("forward", "default", "half", "float32", "near4096"))
+    cases = [base, _reshaped(base, 16, 3)] if bug == "odd-heads" else [base]
+    rep = run_cases(TiledEngine(bug=bug), cases, RunOptions())
+    fails = [r for r in rep.results if r.status == "FAIL"]
+    assert fails, [(r.id, r.status) for r in rep.results]
+    for r in fails:
+        d = r.diagnosis
+        assert _described(d, expect, r.message), f"{bug} {r.id}: {[(f['axis'], f['pattern'], f['words']) for f in d['findings']]}"
+        assert d["match"] in (None, *expect.may_name), f"{bug} {r.id}: named {d['match']}: {d['summary']}"
+
+
+def test_a_shift_on_a_single_position_is_a_tie_with_a_scaled_angle():
+    """Every token at p = 4093 with the angle doubled: positions:shifted by +4093 reproduces it exactly, and so does
+    psi = 2 phi; the summary says both and names neither."""
+    case = _reshaped(_case(("forward", "default", "half", "float32", "near4096")), 1, 2, position=4093)
+    rep = run_cases(UnlistedEngine(bug="angle-doubled"), [case], RunOptions())
+    (r,) = rep.results
+    assert r.status == "FAIL" and r.diagnosis["match"] is None, r.diagnosis["summary"]
+    assert r.diagnosis["ambiguous"]["class"] == "positions:shifted" and "positions:shifted" in r.diagnosis["matches"]
+    assert "scaled by 2" in r.diagnosis["summary"]
+
+
+def test_one_head_gets_its_pair_maps_from_the_pair_probe():
+    """One head: a sign error in one term is not a rotation, and the case's own data (one sample per (token, pair))
+    cannot show the 2x2 map; the pair probe (2 calls) measures it."""
+    case = _reshaped(_case(("forward", "default", "half", "float32", "near4096")), 16, 1)
+    rep = run_cases(UnlistedEngine(bug="sign-one-half"), [case], RunOptions())
+    (r,) = rep.results
+    assert r.status == "FAIL" and r.diagnosis["match"] is None
+    found = [f for f in r.diagnosis["findings"] if f["axis"] == "pair_map" and f["pattern"] == "sign"]
+    assert found and found[0]["probe"], [(f["axis"], f["pattern"], f["words"]) for f in r.diagnosis["findings"]]
+    assert {"pairs-a", "pairs-b"} <= set(r.diagnosis["probe"]["probes"]) and r.diagnosis["probe"]["calls"] <= MAX_PROBE_CALLS
 
 
 def test_ggml_frequencies_are_imprecise_never_a_fail():

@@ -295,7 +295,7 @@ def explain_failure(case: GoldenCase, outputs: Mapping[str, np.ndarray], caps: A
         k = cand.get("param")
         ratio = f"{(one + float(k)) / one:.6g}" if isinstance(k, (int, float)) else "(p + k) / p"
         scaled = next((f for f in findings if f.axis in ("angle", "frequency") and f.pattern in ("doubled", "tripled", "uniform")), None)
-        diag["match"], diag["matches"] = None, []
+        diag["match"] = None
         diag["ambiguous"] = {"class": "positions:shifted", "measured": scaled.words if scaled else f"every angle x{ratio}"}
         diag["summary"] = (f"likely cause, one of: {cand['words']} (positions:shifted, budget {cand['budget']:.3g}); or every angle "
                            f"scaled by {ratio}" + (f" ({scaled.words})" if scaled else "") + f": with every token at position "

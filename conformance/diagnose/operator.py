@@ -172,16 +172,16 @@ def _unwritten_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: M
     with np.errstate(invalid="ignore"):
         differs = np.abs(es - xs) > bs  # the spec moves this element visibly
         wrong = ~(np.abs(ys - es) <= bs)
-    out: list[Finding] = []
+    found: list[Finding] = []
     for what, hit, pattern in (("keep their input bit for bit (the rotation never wrote them)", ys == xs, "unwritten"),
                                ("are 0 (never written)", (ys == 0) & (es != 0), "zero")):
         seen = differs if pattern == "unwritten" else es != 0  # where a written channel would differ from the hit
         cols = [c for c in range(D) if rotated[c] and (seen[:, c] & wrong[:, c]).sum() >= 2 and np.all(hit[:, c] | ~seen[:, c])]
         if not cols or len(cols) == int(rotated.sum()) and pattern == "unwritten":
             continue  # every rotated channel unwritten: the whole rotation never ran (said by the unrotated units)
-        out.append(Finding("channel", f"output channels {ranges(cols)} {what} on every (token, head)", pattern, {"channels": cols},
-                           {"channels": cols}, {"channels": []}))
-    return out
+        found.append(Finding("channel", f"output channels {ranges(cols)} {what} on every (token, head)", pattern, {"channels": cols},
+                             {"channels": cols}, {"channels": []}))
+    return found
 
 
 def _over_where(sm: PairSamples, rel: Arr, tol: Arr, valid: Arr) -> str:
