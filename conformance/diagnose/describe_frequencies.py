@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from roperef.frequencies import inv_freq
 from roperef.spec import RopeSpec
 
 from .findings import Finding, ranges
@@ -115,8 +116,41 @@ def _refine(misfit: Callable[[Arr], float], law: Callable[[float], Arr], x0: flo
     return a if fa <= fb else b
 
 
+def _other_theta(w_eff: Arr, sig: Arr, w: Arr, bad: Arr, known: Arr, spec: RopeSpec, seq_len: int | None,
+                 verify: Callable[[Arr], bool]) -> tuple[float, Arr] | None:
+    """Another theta through the spec's own scaling (a YaRN ramp, llama3 bands, ...: no single geometric law over every
+    pair): fitted on the deviating pairs where the scaling leaves the spectrum unscaled (the fastest ones), rounded,
+    and said only when roperef's frequencies for it reproduce the measured angles."""
+    j = np.arange(w.size)
+    with np.errstate(all="ignore"):
+        r = w_eff / np.where(w > 0, w, 1.0)
+    use = bad & known & (w > 0) & (r > 0) & (j > 0) & (sig < 0.05 * np.abs(w_eff))
+    if use.sum() < 2 or spec.theta <= 1 or seq_len is None:
+        return None
+    d = float(spec.resolved_freq_dim)
+    fits = sorted({float(spec.theta * math.exp(-math.log(r[k]) * d / (2.0 * k))) for k in j[use][:3]})
+    tried: set[float] = set()
+    for t_fit in fits:
+        if not math.isfinite(t_fit) or t_fit <= 1:
+            continue
+        for digits in (2, 3, 1):
+            e10 = math.floor(math.log10(t_fit)) - (digits - 1)
+            t = float(round(t_fit / 10**e10) * 10**e10)
+            if t in tried or t == spec.theta or t <= 1:
+                continue
+            tried.add(t)
+            try:
+                w_model, _s = inv_freq(spec.replace(theta=t), seq_len)
+            except (ValueError, ZeroDivisionError, OverflowError):
+                continue
+            if np.shape(w_model) == w.shape and verify(np.asarray(w_model, dtype=np.float64)):
+                return t, np.asarray(w_model, dtype=np.float64)
+    return None
+
+
 def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpec, where: str = "",
-                         verify: Callable[[Arr], bool] | None = None, misfit: Callable[[Arr], float] | None = None) -> list[Finding]:
+                         verify: Callable[[Arr], bool] | None = None, misfit: Callable[[Arr], float] | None = None,
+                         seq_len: int | None = None) -> list[Finding]:
     """Findings for the effective frequencies (empty when every known one is the spec's).
 
     ``sig``: absolute uncertainty of each ``w_eff``; ``known``: pairs whose frequency was measured;
@@ -213,6 +247,14 @@ def describe_frequencies(w_eff: Arr, sig: Arr, w: Arr, known: Arr, spec: RopeSpe
                         words += f" (equivalently the exponent denominator {int(round(d2))} instead of {int(d)})"
                         extra["denominator"] = float(round(d2))
             return [_finding("geometric", words + tag, j[bad], w_eff, w, extra)]
+    other = _other_theta(w_eff, sig, w, bad, known, spec, seq_len, verify) if verify is not None else None
+    if other is not None:
+        t, w_model = other
+        with np.errstate(all="ignore"):
+            rho = (spec.theta / t) ** (2.0 / float(spec.resolved_freq_dim))
+        words = (f"the frequencies of theta = {t:.6g} instead of {spec.theta:.6g} through the spec's {spec.scaling.type} scaling "
+                 f"(the unscaled pairs' ratio grows geometrically: r_j = {rho:.9g}^j)")
+        return [_finding("geometric", words + tag, j[bad], w_eff, w, {"theta": t, "rho": rho, "model": [float(v) for v in w_model]})]
     groups: list[list[int]] = []
     for jb in np.nonzero(bad)[0]:
         if groups and groups[-1][-1] == jb - 1 and abs(r[jb] - r[groups[-1][0]]) <= max(0.02 * abs(r[groups[-1][0]]), 8 * sr[jb]):
