@@ -25,7 +25,7 @@ import numpy as np
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.vocabulary import DTYPES, STAGES
 
-__all__ = ["UnlistedEngine", "UNLISTED", "NOT_BUGS", "Expect", "make_case"]
+__all__ = ["UnlistedEngine", "UNLISTED", "NOT_BUGS", "NOT_BUG_WORDS", "Expect", "make_case"]
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,10 @@ UNLISTED: dict[str, Expect] = {
     # mRoPE rows
     "mrope-section-off-by-one": Expect(("axis_row",), ("row",), (_MROPE,), "the t section one pair too long"),
     # state
-    "position-counter": Expect(("state",), ("changes",), (_FWD, _ROWS), "positions offset by a counter advanced each call"),
+    # on one call the counter's offset is a shift of every position (positions:shifted's operator); where the bound is too
+    # loose for the repeat probe to see the counter move (positions near 2^31), that name is what the case measures
+    "position-counter": Expect(("state",), ("changes",), (_FWD, _ROWS), "positions offset by a counter advanced each call",
+                               may_name=("positions:shifted",)),
     # backward
     "backward-positions-doubled": Expect(("angle",), ("doubled",), (_BWD,), "backward rotates by -2 phi"),
     # second round (issue 21): kinds the first round did not have
@@ -145,6 +148,11 @@ UNLISTED: dict[str, Expect] = {
 }
 
 NOT_BUGS = ("ggml-theta-scale", "fast-sincos")
+#: what each non-bug does (it must be IMPRECISE, never FAIL)
+NOT_BUG_WORDS = {
+    "ggml-theta-scale": "not a bug: ggml's float32 theta_scale power (must be IMPRECISE, never FAIL)",
+    "fast-sincos": "not a bug: cos/sin 20 u x phi off (a fast argument reduction; must be IMPRECISE, never FAIL)",
+}
 
 
 def _axes(spec, n: int) -> np.ndarray:
