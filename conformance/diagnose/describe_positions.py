@@ -248,8 +248,11 @@ def _wrap_length(units: Units, pi: Arr, ch: Arr, k: Arr) -> tuple[int, bool] | N
     g = int(np.gcd.reduce(np.abs(moved))) if moved.size else 0
     if g > 1 and np.unique(pi[ch] // g).size >= 2:
         cands.append(g)
-    if not ch.any() or np.any(moved <= 0):
-        return None
+    if not ch.any() or np.any((moved <= 0) & (pi[ch] >= 0)):
+        return None  # p mod M only lowers a non-negative position (a negative one it raises: below)
+    mag = np.unique(np.abs(moved))
+    if mag.size == 1 and int(mag[0]) >= 8 and (int(mag[0]) & (int(mag[0]) - 1) == 0 or int(mag[0]) % 1000 == 0):
+        cands.append(int(mag[0]))  # one move, by a table length: visible once (negative positions wrapped up into the table)
     for M in sorted(set(cands)):
         if units.close(np.mod(pi[k], M).astype(np.float64), k):
             return M, False
