@@ -308,3 +308,33 @@ def test_a_group_probe_also_unnames_a_decoy_that_fits_clearly_better_than_a_prec
     assert far.status == "FAIL" and far.diagnosis["probe"]["reused"], far.diagnosis["probe"]
     assert any(f["axis"] == "state" and f["probe"] for f in far.diagnosis["findings"]), far.diagnosis["findings"]
     assert far.diagnosis["match"] is None
+
+
+def test_position_matching_is_bounded_in_memory_and_blocks_agree(monkeypatch):
+    """Matching every (token, head) of a 4097-token case against its 4097 positions once took
+    [U, C, k] arrays at once (6.8 GB for 17 pairs: a failing default run was killed for memory).
+    Blocks give the same indices as one pass; past the work limit a spaced subset is matched."""
+    import tracemalloc
+
+    from conformance.diagnose import effective
+    from roperef.frequencies import inv_freq
+    from roperef.spec import RopeSpec
+
+    w = np.asarray(inv_freq(RopeSpec(head_dim=34, theta=10000.0), 4097)[0], dtype=np.float64)
+    axes = np.zeros(w.size, dtype=np.int64)
+    pos = np.arange(4093, 4093 + 4097, dtype=np.float64)
+    psi = effective.wrap(pos[:, None] * w[None, :] * 1.0000001)
+    tol = np.full_like(psi, 1e-3)
+    small = slice(0, 300)
+    one_pass = effective.match_positions(psi[small], tol[small], w, axes, 1, pos[:400])
+    monkeypatch.setattr(effective, "MATCH_BLOCK_ELEMENTS", 7 * 400 * w.size)
+    assert (effective.match_positions(psi[small], tol[small], w, axes, 1, pos[:400]) == one_pass).all()
+    assert (one_pass[:, 0] == np.arange(300)).all()
+    monkeypatch.undo()
+    tracemalloc.start()
+    out = effective.match_positions(psi, tol, w, axes, 1, pos)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 400 * 2**20, peak
+    matched = np.nonzero(out[:, 0] >= 0)[0]
+    assert matched.size > 100 and (out[matched, 0] == matched).all()  # never a wrong position

@@ -113,29 +113,44 @@ def effective_positions(delta: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, sl
     return dp, good, sigma
 
 
+MATCH_BLOCK_ELEMENTS = 1 << 22
+""":func:`match_positions` compares at most this many (unit, candidate, pair) residuals at once (32 MiB a block)."""
+MATCH_MAX_ELEMENTS = 1 << 27
+"""... and at most this many in all: past it, an evenly spaced subset of the units is matched and the others stay
+unknown (-1), so a case of 4097 tokens with 4097 candidate positions costs seconds, not gigabytes."""
+
+
 def match_positions(psi: Arr, tol: Arr, w: Arr, axes: Arr, n_axes: int, candidates: Arr, slack: float = 6.0) -> Arr:
     """``[U, A]``: the index into ``candidates`` of a position whose angles ``w_j c`` equal the unit's
     ``psi [U, n]`` on every pair of the row (of those, the one with the smallest worst residual in units of the
-    tolerance, when it is at most half the next one's), or -1."""
+    tolerance, when it is at most half the next one's), or -1 (none, or not compared: the work is bounded by
+    :data:`MATCH_MAX_ELEMENTS`, in blocks of :data:`MATCH_BLOCK_ELEMENTS`)."""
     units = psi.shape[0]
     out = np.full((units, n_axes), -1, dtype=np.int64)
     cand = np.asarray(candidates, dtype=np.float64)
-    if cand.size == 0:
+    if cand.size == 0 or units == 0:
         return out
     for ax in range(n_axes):
         cols = np.nonzero((axes == ax) & (w > 0))[0]
         if cols.size == 0:
             continue
         pred = angle_of(cand[:, None], w[None, cols])  # [C, k]
-        res = np.abs(wrap(psi[:, None, cols] - pred[None]))  # [U, C, k]
-        t = tol[:, None, cols]
-        ok = (res <= slack * t + 1e-9).all(axis=2) & np.isfinite(psi[:, cols]).all(axis=1)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            worst = np.where(ok, np.max(res / np.maximum(t, 1e-300), axis=2), np.inf)
-        order = np.sort(worst, axis=1)
-        second = order[:, 1] if order.shape[1] > 1 else np.full(units, np.inf)
-        hit = ok.any(axis=1) & (order[:, 0] <= 0.5 * second)  # one candidate clearly best
-        out[hit, ax] = np.argmin(worst[hit], axis=1)
+        per_unit = cand.size * cols.size
+        chosen = np.arange(units)
+        if units * per_unit > MATCH_MAX_ELEMENTS:
+            chosen = np.unique(np.linspace(0, units - 1, max(1, MATCH_MAX_ELEMENTS // per_unit)).astype(np.int64))
+        block = max(1, MATCH_BLOCK_ELEMENTS // per_unit)
+        for start in range(0, chosen.size, block):
+            rows = chosen[start:start + block]
+            res = np.abs(wrap(psi[rows][:, None, cols] - pred[None]))  # [u, C, k]
+            t = tol[rows][:, None, cols]
+            ok = (res <= slack * t + 1e-9).all(axis=2) & np.isfinite(psi[rows][:, cols]).all(axis=1)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                worst = np.where(ok, np.max(res / np.maximum(t, 1e-300), axis=2), np.inf)
+            order = np.sort(worst, axis=1)
+            second = order[:, 1] if order.shape[1] > 1 else np.full(rows.size, np.inf)
+            hit = ok.any(axis=1) & (order[:, 0] <= 0.5 * second)  # one candidate clearly best
+            out[rows[hit], ax] = np.argmin(worst[hit], axis=1)
     return out
 
 
