@@ -36,6 +36,7 @@ from roperef.spec import PAIRINGS, RopeSpec
 from ..bugs.rounding import round_to
 from ..cases.case import GoldenCase
 from ..error_model.tolerance import Resolved, case_angles, position_rows
+from .effective import pair_frequency
 
 __all__ = ["inverse_diagnosis", "PairView", "pair_view"]
 
@@ -110,37 +111,9 @@ def pair_view(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved, pairing:
 
 
 def _pair_frequency(p: Arr, phi: Arr, sig: Arr, prior: float) -> tuple[float, float, float, bool]:
-    """``(w_eff, sigma_w, intercept, consistent)`` for one pair from its tokens."""
-    order = np.argsort(p, kind="stable")
-    p, phi, sig = p[order], phi[order], sig[order]
-    gaps = np.diff(p)
-    nz = np.nonzero(gaps > 0)[0]
-    if nz.size == 0:
-        return math.nan, math.nan, math.nan, False
-    k = int(nz[np.argmin(gaps[nz])])
-    g = gaps[k]
-    w0 = _wrap(phi[k + 1] - phi[k]) / g
-    w0 += _TWO_PI / g * round((prior - w0) * g / _TWO_PI)  # the branch nearest the spec's frequency
-    dp = p - p[k]
-    dphi = phi - phi[k]
-    w = w0
-    adp = np.abs(dp)
-    reach = max(float(g), 1.0)
-    top = float(adp.max())
-    while True:  # unwrap through gaps that at most double each time
-        reach = min(2.0 * reach, top)
-        sel = (adp > 0) & (adp <= reach)
-        if sel.any():
-            u = w * dp[sel] + _wrap(dphi[sel] - w * dp[sel])
-            w = float(np.sum(u * dp[sel]) / np.sum(dp[sel] ** 2))
-        if reach >= top:
-            break
-    res = _wrap(dphi - w * dp)
-    c = float(np.angle(np.mean(np.exp(1j * (phi - w * p)))))
-    noise = float(np.median(sig)) * math.sqrt(2.0)
-    sigma_w = noise / math.sqrt(float(np.sum(dp**2)) + 1e-300)
-    consistent = bool(np.all(np.abs(res) <= 6.0 * sig + 6.0 * float(np.median(sig)) + 1e-9))
-    return w, max(sigma_w, 1e-300), c, consistent
+    """``(w_eff, sigma_w, intercept, consistent)`` for one pair from its tokens
+    (:func:`conformance.diagnose.effective.pair_frequency`: unwrapped through gaps that at most double)."""
+    return pair_frequency(p, phi, sig, prior)
 
 
 def _frequencies(view: PairView, w_spec: Arr) -> tuple[Arr, Arr, Arr, Arr]:
