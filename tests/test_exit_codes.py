@@ -217,3 +217,25 @@ def test_no_rope_says_why_on_stdout_too(capsys):
     assert code == 5 and "no RoPE" in err
     doc = json.loads(out)
     assert doc["rope"] is None and doc["model_type"] == "bert" and "no rotary embedding" in doc["why"]
+
+
+@pytest.mark.parametrize("signal_exc, code", [("KeyboardInterrupt", 130), ("Terminated", 143)])
+def test_a_signal_wrapped_by_an_import_still_stops_cleanly(monkeypatch, capsys, signal_exc, code):
+    """Ctrl-C while a dataclass is being defined (an import of the subcommands, slow on a loaded
+    machine) reaches the CLI as RuntimeError('Error calling __set_name__ ...') caused by the
+    KeyboardInterrupt: it exits 130 (143 for SIGTERM) with one line, not a traceback and 1."""
+    from conformance.cli import main as cli_main
+    from conformance.interrupt import Terminated
+
+    cause = {"KeyboardInterrupt": KeyboardInterrupt(), "Terminated": Terminated()}[signal_exc]
+
+    def build_parser():
+        try:
+            raise cause
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'manifest' in 'GoldenWrite'") from exc
+
+    monkeypatch.setattr(cli_main, "build_parser", build_parser)
+    assert cli_main.main(["golden", "list"]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and ("interrupted" in err or "terminated" in err)

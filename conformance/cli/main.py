@@ -120,6 +120,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("roperef: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except RuntimeError as exc:  # a signal during an import can arrive wrapped (a dataclass's __set_name__)
+        stopped = _stopped_by(exc)
+        if stopped is None:
+            raise
+        print("roperef: terminated (SIGTERM)" if stopped == ExitCode.TERMINATED else "roperef: interrupted", file=sys.stderr)
+        return stopped
     if not getattr(args, "command", None):
         parser.print_help()
         return ExitCode.USAGE
@@ -139,11 +145,32 @@ def _main(argv: Sequence[str] | None) -> int:
               "sys.exit; rerun with --debug for the traceback)", file=sys.stderr)
         return ExitCode.INTERNAL
     except Exception as exc:
+        stopped = _stopped_by(exc)
+        if stopped is not None:  # Ctrl-C or SIGTERM wrapped by the code it interrupted (an import, a __set_name__)
+            print(f"{prefix}: terminated (SIGTERM)" if stopped == ExitCode.TERMINATED else f"{prefix}: interrupted",
+                  file=sys.stderr)
+            return stopped
         if debug:
             traceback.print_exc()
         code, line = _describe(exc)
         print(f"{prefix}: error: {for_terminal(line)}", file=sys.stderr)
         return code
+
+
+def _stopped_by(exc: BaseException) -> ExitCode | None:
+    """``INTERRUPTED`` or ``TERMINATED`` when ``exc`` was caused by Ctrl-C or SIGTERM: Python wraps an
+    exception raised inside some hooks (``__set_name__`` while a dataclass is defined, so during an
+    import) in a ``RuntimeError`` whose cause is the signal's exception; None otherwise."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, Terminated):
+            return ExitCode.TERMINATED
+        if isinstance(cur, KeyboardInterrupt):
+            return ExitCode.INTERRUPTED
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _lingering_threads() -> list[str]:
