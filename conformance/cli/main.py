@@ -120,7 +120,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("roperef: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except RuntimeError as exc:  # a signal during an import can arrive wrapped (a dataclass's __set_name__)
+    except Exception as exc:  # a signal during an import can arrive wrapped (RuntimeError from a dataclass's __set_name__)
         stopped = _stopped_by(exc)
         if stopped is None:
             raise
