@@ -219,6 +219,7 @@ class PageRun:
         self.root = root
         self.blocks = blocks
         self.results: list[BlockResult] = []
+        self.missing: str | None = None  # an optional library an earlier block needed and did not find
         self.namespace: dict[str, Any] = {"__name__": "__docs__"}
         self.env: dict[str, str] = dict(os.environ)
         self.owns_dir = directory is None
@@ -249,6 +250,8 @@ class PageRun:
             return BlockResult("skipped", f"{block.id}: docs-test: skip {block.skip}")
         if failed is not None:
             return BlockResult("failed", f"{block.id}: not run: the earlier block {failed.id} of this page failed")
+        if self.missing is not None:  # later blocks use what the skipped one would have defined
+            return BlockResult("skipped", f"{block.id}: not run: an earlier block of this page needs {self.missing}, not installed")
         if block.lang == "python-signature":
             problem = check_signatures(block, self.namespace)
             return BlockResult("failed", f"{block.id}: {problem}") if problem else BlockResult("passed")
@@ -265,6 +268,7 @@ class PageRun:
             top = (exc.name or "").split(".")[0]
             optional = OPTIONAL_LIBRARIES | set(filter(None, os.environ.get("DOCS_TEST_OPTIONAL", "").split(",")))
             if top in optional and os.environ.get("CI") != "true":
+                self.missing = top
                 return BlockResult("skipped", f"{block.id}: needs {top}, not installed (CI installs it: there this fails)")
             return BlockResult("failed", self._traceback(block, exc))
         except BaseException as exc:  # anything a block raises (SystemExit included) fails that block

@@ -208,6 +208,17 @@ def test_missing_optional_library_skips_locally_fails_in_ci(tmp_path, monkeypatc
     assert unknown.status == "failed"
 
 
+def test_blocks_after_a_missing_library_are_skipped_too(tmp_path, monkeypatch):
+    """A later block uses what the skipped block would have defined: skipped with it locally (it
+    would fail with a NameError in a venv without the extra), run and failing in CI."""
+    page = f"{F}python\nimport an_optional_library_not_installed\nvalue = 1\n{F}\n\n{F}python\nprint(value)\n{F}\n"
+    monkeypatch.setenv("DOCS_TEST_OPTIONAL", "an_optional_library_not_installed")
+    monkeypatch.delenv("CI", raising=False)
+    _, (first, second) = _run(tmp_path, page)
+    assert first.status == "skipped" and second.status == "skipped"
+    assert "an earlier block of this page needs an_optional_library_not_installed" in second.message
+
+
 @pytest.mark.parametrize("text, message", [
     (f"{F}python\nprint(1)\n", "is never closed"),
     (f"{F}output\n1\n{F}\n", "must follow a ```python block"),
