@@ -146,9 +146,9 @@ def _verify(args: argparse.Namespace) -> int:
     _, raw = read_manifest(folder)
     set_hash = hashlib.sha256(raw).hexdigest()
     published = published_description(set_hash)
-    print(f"{folder}: OK (schema, hashes, outputs, frequencies and attention factors recomputed bit for bit)")
     print(f"set hash {set_hash}: " + (f"published ({published})" if published else
                                       f"not a published set; `roperef check --set-hash {set_hash[:16]}` pins it"))
+    print(f"{folder}: OK (schema, hashes, outputs, frequencies and attention factors recomputed bit for bit)")  # the verdict last
     return ExitCode.OK
 
 
