@@ -111,10 +111,10 @@ def _passthrough(case: GoldenCase, actual: Mapping[str, Arr]) -> list[int]:
     return [keep[i] for i in np.nonzero(changed)[0]]
 
 
-def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr],
-               bound: Mapping[str, Arr]) -> tuple[Finding, bool] | None:
-    """(token, head) units that return their input bit for bit where the spec's output differs from it (a rotation
-    that never ran there: a loop, tile or head bound), whatever the pairing; ``(finding, every deviating unit is one)``."""
+def _rotated_tensors(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr],
+                     bound: Mapping[str, Arr]) -> tuple[Arr, Arr, Arr, Arr] | None:
+    """``(input, output, expected, bound)`` of a stage that rotates one tensor (x -> y; grad -> grad_x for
+    backward) as float64 arrays of one shape ``[..., H, D]``; None for other stages or shapes."""
     if case.stage not in ("forward", "backward", "apply"):
         return None
     name, out = ("grad", "grad_x") if case.stage == "backward" else ("x", "y")
@@ -124,6 +124,17 @@ def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[st
     b = np.asarray(bound[out], dtype=np.float64)
     if not (x.shape == y.shape == e.shape == b.shape) or x.ndim < 2:
         return None
+    return x, y, e, b
+
+
+def _unrotated(case: GoldenCase, actual: Mapping[str, Arr], expected: Mapping[str, Arr],
+               bound: Mapping[str, Arr]) -> tuple[Finding, bool] | None:
+    """(token, head) units that return their input bit for bit where the spec's output differs from it (a rotation
+    that never ran there: a loop, tile or head bound), whatever the pairing; ``(finding, every deviating unit is one)``."""
+    tensors = _rotated_tensors(case, actual, expected, bound)
+    if tensors is None:
+        return None
+    x, y, e, b = tensors
     H, D = x.shape[-2], x.shape[-1]
     xs, ys, es, bs = (v.reshape(-1, H, D) for v in (x, y, e, b))
     with np.errstate(invalid="ignore"):
@@ -155,15 +166,10 @@ def _unwritten_channels(case: GoldenCase, actual: Mapping[str, Arr], expected: M
                         bound: Mapping[str, Arr]) -> list[Finding]:
     """Rotated output channels that hold their own input, or 0, on every (token, head) where the spec's value differs
     (a store that never ran there: a pair group, a vector remainder)."""
-    if case.stage not in ("forward", "backward", "apply"):
+    tensors = _rotated_tensors(case, actual, expected, bound)
+    if tensors is None:
         return []
-    name, out = ("grad", "grad_x") if case.stage == "backward" else ("x", "y")
-    x = np.asarray(case.arrays[name], dtype=np.float64)
-    y = np.asarray(actual[out], dtype=np.float64)
-    e = np.asarray(expected[out], dtype=np.float64)
-    b = np.asarray(bound[out], dtype=np.float64)
-    if not (x.shape == y.shape == e.shape == b.shape) or x.ndim < 2:
-        return []
+    x, y, e, b = tensors
     D = x.shape[-1]
     pm = pair_map(case.spec) if case.stage != "backward" else pair_map(case.spec).transposed()
     rotated = np.zeros(D, dtype=bool)
