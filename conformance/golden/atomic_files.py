@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..paths import kind_of
+
 __all__ = ["NotARegularFile", "require_writable_target", "write_bytes_atomic", "write_text_atomic",
            "swap_in_directory", "sigint_deferred", "fsync_directory", "temp_prefix", "name_max"]
 
@@ -42,18 +44,6 @@ class NotARegularFile(OSError):
         return str(self.strerror)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def require_writable_target(path: str | os.PathLike[str]) -> Path:
     """``path`` as a Path; :class:`NotARegularFile` if it exists and is not a regular file."""
     p = Path(path)
@@ -62,7 +52,7 @@ def require_writable_target(path: str | os.PathLike[str]) -> Path:
     except FileNotFoundError:
         return p
     if not stat.S_ISREG(st.st_mode):
-        raise NotARegularFile(errno.EINVAL, f"{p} is {_kind(st.st_mode)}, not a regular file; refusing to write there")
+        raise NotARegularFile(errno.EINVAL, f"{p} is {kind_of(st.st_mode)}, not a regular file; refusing to write there")
     return p
 
 
