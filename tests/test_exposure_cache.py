@@ -83,10 +83,13 @@ def test_the_key_changes_with_any_source(tmp_path: Path) -> None:
         p = tmp_path / name
         (p.parent if name.endswith(".py") else p).mkdir(parents=True, exist_ok=True)
         (p if name.endswith(".py") else p / "m.py").write_text("x = 1\n")
-    before = source_key(tmp_path)
-    (tmp_path / "conformance/bugs/m.py").write_text("x = 2\n")
-    assert source_key(tmp_path) != before
-    assert source_key() != before  # the real tree
+    keys = {source_key(tmp_path)}
+    for k, name in enumerate(SOURCES):  # an edit in each source gives a key never seen before
+        p = tmp_path / name
+        (p if name.endswith(".py") else p / "m.py").write_text(f"x = {k + 2}\n")
+        keys.add(source_key(tmp_path))
+        assert len(keys) == k + 2, name
+    assert source_key() not in keys  # the real tree
 
 
 def _without_timings(obj: Any) -> Any:
