@@ -164,6 +164,7 @@ class RunReport:
     fail_imprecise: bool = False  # IMPRECISE counts as failing (RunOptions.fail_imprecise)
     probe_calls: int = 0  # extra backend calls made by probing failing groups
     probe_groups: int = 0  # failing groups probed
+    context: dict[str, Any] | None = None  # the context sweep's section (conformance.context.sweep; docs/context.md)
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}

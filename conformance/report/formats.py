@@ -166,6 +166,7 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
         "xfail": report.xfail_source,
         "coverage": report.coverage,
         "verdict": report.verdict,
+        "context": report.context,
         "results": [r.to_dict() for r in report.results],
     }
 
