@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from context_engines import CONSTRUCTED, PositionDefect
 
 from conformance.backends.emulated import Float32Emulation
 from conformance.backends.numpy_backend import NumpyBackend
 from conformance.context.positions import octave, sample_positions
 from conformance.context.sweep import ContextPlan, run_context
+from context_engines import CONSTRUCTED, PositionDefect
 from roperef.positions import POSITION_MAX
 from roperef.spec import RopeSpec, Scaling
 

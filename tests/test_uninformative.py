@@ -12,7 +12,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from judge_cases import forward_case
 
 from conformance.backends.emulated import Float32Emulation
 from conformance.error_model.tolerance import UNINFORMATIVE_C, admitted_error, default_profile_name, get_profile
@@ -21,6 +20,7 @@ from conformance.judge.run_verdict import exit_code_for, nothing_judged_why
 from conformance.judge.runner import CaseResult, RunReport, judge_case
 from conformance.long_context.stream import LongContextPlan, run_long_context
 from conformance.report.formats import console, summary_line, to_json, write_junit, write_markdown
+from judge_cases import forward_case
 from roperef.spec import RopeSpec
 
 SPEC = RopeSpec(head_dim=64)
