@@ -67,3 +67,30 @@ def test_float32_angles_stop_informing_between_2_20_and_2_22() -> None:
     assert r["status"] == "PASS" and r["first_fail"] is None
     assert 2**20 <= r["uninformative_from"] <= 2**22 and r["certified"] < r["uninformative_from"]
     assert report.results[0].uninformative
+
+
+def test_cli_context_sweep_in_every_format(capsys, tmp_path) -> None:
+    import json
+    import xml.etree.ElementTree as ET
+
+    from cli_runs import run_check
+
+    code, out, _ = run_check(capsys, "--backend", "emulated-fp32", "--context", "--dtype", "float32",
+                             "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
+                             "--markdown", str(tmp_path / "r.md"))
+    assert code == 0, out
+    assert "context sweep: 198 sampled positions in [0, 2147483647]" in out
+    assert "forward  float32   PASS          certified to position 2097151; UNINFORMATIVE from 2097152" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    rows = {(r["stage"], r["dtype"]): r for r in doc["context"]["rows"]}
+    assert rows[("forward", "float32")]["certified"] == 2097151 and len(rows[("forward", "float32")]["positions"]) == 198
+    texts = [e.text or "" for e in ET.parse(tmp_path / "r.xml").getroot().iter("system-out")]
+    assert any("context: certified to position 2097151" in t for t in texts)
+    assert "| forward | float32 | PASS | 2097151 | - | - | 2097152 |" in (tmp_path / "r.md").read_text()
+
+
+def test_cli_context_refuses_other_modes(capsys) -> None:
+    from cli_runs import run_check
+
+    code, _, err = run_check(capsys, "--backend", "numpy", "--context", "--long-context", "1024")
+    assert code == 2 and "--long-context" in err and "--context" in err

@@ -17,7 +17,9 @@ position the sweep keeps ``budget(p) = max |err| / bound`` over the token's elem
 - ``uninformative_from``: the first sampled position that PASSes within a bound as large as the output;
 - ``resolution``: ``(certified, first bad)``: the sampled positions the boundary lies between.
 
-The sampled positions are evidence, not a proof; the report lists them.
+The sampled positions are evidence, not a proof; the report lists them. The row's result
+(family ``context``) carries ``metrics.admitted`` over its certified positions only: a row that
+certifies a span is informative there, whatever it PASSes uninformatively beyond it.
 """
 
 from __future__ import annotations
@@ -194,6 +196,10 @@ def sweep_row(backend: Any, call: InProcess, plan: ContextPlan, stage: str, dtyp
                 budget, admitted = per_position(case, got, exp, bnd)
                 row.positions, row.budgets, row.admitted = positions.tolist(), budget.tolist(), admitted.tolist()
                 lengths(row)
+                if res.metrics is not None and row.certified is not None:
+                    # the row informs over its certified span: its admitted error there (the context
+                    # section says where UNINFORMATIVE begins beyond it)
+                    res.metrics.admitted = float(admitted[positions <= row.certified].max())
                 if diagnose and row.first_fail is not None:
                     row.mechanism = _mechanism(case, got, caps, profile, row)
     except StageError as exc:

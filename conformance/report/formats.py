@@ -32,6 +32,7 @@ from ..golden.atomic_files import write_bytes_atomic, write_text_atomic
 from ..judge.run_verdict import exit_code_for, nothing_judged_why
 from ..judge.runner import STATUSES, CaseResult, RunReport
 from ..untrusted_text import for_markdown, for_terminal, for_xml, markdown_code
+from .context_text import console_context, junit_context_text, markdown_context
 from .sections import console_sections, junit_sections, markdown_sections
 from .uninformative import console_uninformative, junit_text, markdown_uninformative, summary_suffix, uninformative_summary
 
@@ -133,6 +134,7 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         for r in bad:
             w(failure_line(r) + "\n")
     console_uninformative(report, out)
+    console_context(report, out)
     if report.probe_calls:
         w(f"\nprobing: {report.probe_calls} extra backend call(s) for {report.probe_groups} failing group(s) (--no-probe: none)\n")
     if report.stale_xfails:
@@ -217,6 +219,10 @@ def write_junit(report: RunReport, path: str | Path) -> None:
                 ET.SubElement(tc, "system-out").text = x(f"XPASS (expected failure: {r.xfail_reason})")
             elif (said := junit_text(r)) is not None:
                 ET.SubElement(tc, "system-out").text = x(said)
+            if (ctx := junit_context_text(report, r)) is not None:  # one system-out per testcase
+                so = tc.find("system-out")
+                so = ET.SubElement(tc, "system-out") if so is None else so
+                so.text = (so.text + "\n" if so.text else "") + x(ctx)
     if report.interrupted:
         root.set("interrupted", "true")
     if (report.judged == 0 or report.informed == 0) and report.results:
@@ -249,6 +255,7 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
             lines.append(f"| {r.status} | {code(r.id)} | {md(r.message)} | {md(diag)} | {code(r.repro) if r.repro else ''} |")
     lines += markdown_uninformative(report)
+    lines += markdown_context(report)
     lines += markdown_sections(report)
     write_text_atomic(path, "\n".join(lines) + "\n")
 
