@@ -19,8 +19,8 @@ from roperef.spec import RopeSpec
 
 def main(names: list[str]) -> int:
     spec = RopeSpec(head_dim=128, theta=10000.0)
-    print("| backend | stage | dtype | status | certified | first FAIL | UNINFORMATIVE from | sweep s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| backend | stage | dtype | status | swept to | certified | first FAIL | UNINFORMATIVE from | sweep s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names or list(BUILTIN_BACKENDS):
         try:
             backend = resolve_backend(name)
@@ -29,7 +29,7 @@ def main(names: list[str]) -> int:
                 print(f"| {name} | - | - | not run: {reason} | | | | |")
                 continue
             t0 = time.perf_counter()
-            report = run_context(backend, ContextPlan(spec), diagnose=False)
+            report = run_context(backend, ContextPlan(spec), diagnose=False, adapt_pairing=True)
             dt = time.perf_counter() - t0
         except Exception as exc:  # a backend that cannot load is a row, not a crash
             print(f"| {name} | - | - | not run: {type(exc).__name__}: {str(exc)[:80]} | | | | |")
@@ -37,7 +37,8 @@ def main(names: list[str]) -> int:
         assert report.context is not None
         for r in report.context["rows"]:
             status = r["status"] if r["positions"] else f"{r['status']} ({r['message'][:60]})"
-            print(f"| {name} | {r['stage']} | {r['dtype']} | {status} | {r['certified']} | {r['first_fail']} | "
+            top = r["positions"][-1] if r["positions"] else None
+            print(f"| {name} | {r['stage']} | {r['dtype']} | {status} | {top} | {r['certified']} | {r['first_fail']} | "
                   f"{r['uninformative_from']} | {dt:.2f} |", flush=True)
         if not report.context["rows"]:
             print(f"| {name} | - | - | no declared stage x dtype swept | | | | {dt:.2f} |")

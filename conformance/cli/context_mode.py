@@ -43,7 +43,7 @@ def parse_context(args: argparse.Namespace, load_spec: Callable[[str], Any], int
     spec = load_spec(args.long_spec) if args.long_spec is not None else DEFAULT_CONTEXT_SPEC
     dtypes = tuple(args.dtype) or DTYPES
     ContextPlan(spec, seed=seed, dtypes=dtypes)  # validates the spec
-    return ContextMode(spec, seed, dtypes)
+    return ContextMode(spec, seed, dtypes, args.long_spec is None)
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class ContextMode:
     spec: RopeSpec
     seed: int
     dtypes: tuple[str, ...]
+    default_spec: bool = True  # no --long-spec: the pairing follows the backend's declaration
 
     def run(self, backend: Any, options: RunOptions, *, args: argparse.Namespace, label: str, selector: str | None,
             progress: Callable[[int], Any] | None = None, out: TextIO | None = None,
@@ -59,9 +60,10 @@ class ContextMode:
         out, err = out or sys.stdout, err or sys.stderr
         plan = ContextPlan(self.spec, seed=self.seed, dtypes=self.dtypes)
         profile = options.profile if not isinstance(options.profile, str) else None
-        report = run_context(backend, plan, profile, diagnose=options.diagnose,
-                             timeout=options.timeout)
-        out.write(f"context sweep of {report.backend}: spec {json.dumps(self.spec.to_dict(), separators=(',', ':'))}\n")
+        report = run_context(backend, plan, profile, diagnose=options.diagnose, timeout=options.timeout,
+                             adapt_pairing=self.default_spec)
+        spec = report.context["spec"] if report.context else self.spec.to_dict()
+        out.write(f"context sweep of {report.backend}: spec {json.dumps(spec, separators=(',', ':'))}\n")
         if args.quiet:
             console_context(report, out)
             out.write(rep.summary_line(report) + "\n")

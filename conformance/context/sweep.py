@@ -25,7 +25,7 @@ certifies a span is informative there, whatever it PASSes uninformatively beyond
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ import numpy as np
 from roperef import reference
 from roperef.errors import bad
 from roperef.positions import POSITION_MAX
-from roperef.spec import RopeSpec
+from roperef.spec import PAIRINGS, RopeSpec
 
 from ..backends.base import backend_stages
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, StageError
@@ -49,6 +49,8 @@ __all__ = ["CONTEXT_STAGES", "ContextPlan", "ContextRow", "sweep_row", "run_cont
 
 #: the stages a context sweep judges (the ones whose outputs depend on the position)
 CONTEXT_STAGES = ("cos_sin", "forward", "backward")
+#: the sweep retries a declined row with positions below 2^k, down to this limit (then NOT_SUPPORTED)
+_SHORTEST = 2**10
 #: scalings whose tables depend on the sequence length (a sweep has no single length)
 _LENGTH_DEPENDENT = ("dynamic", "longrope")
 
@@ -100,6 +102,7 @@ class ContextRow:
     status: str = "ERROR"
     message: str = ""
     mechanism: str | None = None
+    declined: str | None = None  # why the sweep stopped below the limit (supports() declined larger positions)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +111,7 @@ class ContextRow:
             "certified": self.certified, "first_fail": self.first_fail, "imprecise_from": self.imprecise_from,
             "uninformative_from": self.uninformative_from,
             "resolution": list(self.resolution) if self.resolution else None, "mechanism": self.mechanism,
+            "declined": self.declined,
             "positions": self.positions, "budgets": self.budgets, "admitted": self.admitted,
             "seconds": round(self.seconds, 6),
         }
@@ -184,9 +188,17 @@ def sweep_row(backend: Any, call: InProcess, plan: ContextPlan, stage: str, dtyp
     caps = backend.capabilities
     try:
         verdict, _ = call.supports(case)
+        declined = verdict
+        while verdict is not True and int(positions[-1]) > _SHORTEST:
+            # a table the backend sizes without declaring max_position: the largest octave it takes
+            positions = positions[positions < 2 ** (int(positions[-1]).bit_length() - 1)]
+            case = _row_case(plan, stage, dtype, positions)
+            verdict, _ = call.supports(case)
         if verdict is not True:
-            res.status, res.message = "NOT_SUPPORTED", str(verdict)
+            res.status, res.message = "NOT_SUPPORTED", str(declined)
         else:
+            if declined is not True:
+                row.declined = f"positions above {int(positions[-1])} declined by supports(): {declined}"
             got, modified = call(case)
             problem = check_outputs(case, got)
             j = judge_case(case, got, caps, profile, modified=modified, diagnose=False)
@@ -219,10 +231,16 @@ def _mechanism(case: GoldenCase, got: dict[str, np.ndarray], caps: Any, profile:
 
 
 def run_context(backend: Any, plan: ContextPlan, profile: Profile | None = None, *, diagnose: bool = True,
-                timeout: float | None = DEFAULT_TIMEOUT_S) -> RunReport:
+                timeout: float | None = DEFAULT_TIMEOUT_S, adapt_pairing: bool = False) -> RunReport:
     """Every declared stage x dtype of ``plan`` on ``backend``: a :class:`RunReport` (family ``context``)
-    whose ``context`` holds the sampled positions and the lengths per row (docs/report-schema.md)."""
+    whose ``context`` holds the sampled positions and the lengths per row (docs/report-schema.md).
+    ``adapt_pairing``: when the backend does not declare the spec's pairing, sweep the first it declares
+    (the default spec's choice; a spec the user gave is swept as given)."""
     caps = backend.capabilities
+    declared_pairings = set(getattr(caps, "pairings", ()) or ())
+    if adapt_pairing and declared_pairings and plan.spec.pairing not in declared_pairings:
+        pairing = next(p for p in PAIRINGS if p in declared_pairings)
+        plan = replace(plan, spec=plan.spec.replace(pairing=pairing))
     profile = profile or get_profile(None, default=default_profile_name(caps))
     limit = POSITION_MAX if caps.max_position is None else min(POSITION_MAX, int(caps.max_position))
     positions = sample_positions(limit, plan.per_octave, plan.seed)

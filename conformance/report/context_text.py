@@ -34,6 +34,8 @@ def row_words(row: dict[str, Any]) -> str:
     if row.get("resolution"):
         lo, hi = row["resolution"]
         words.append(f"the boundary lies in ({lo}, {hi}] (sampled positions)")
+    if row.get("declined"):
+        words.append(f"swept only below: {row['declined']}")
     if row.get("mechanism"):
         words.append(f"judged: {row['mechanism']}")
     return "; ".join(words)
