@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("conformance.generated",),        # cases generated for a backend's interface
     ("conformance.diagnose",),         # what a FAIL says beyond its numbers
     ("conformance.judge",),            # runner, xfail, verdicts, coverage
-    ("conformance.explore", "conformance.long_context"),  # run modes beyond the fixed cases
+    ("conformance.explore", "conformance.long_context", "conformance.context"),  # run modes beyond the fixed cases
     ("conformance.report",),           # console, JSON, JUnit, Markdown, plots
     ("conformance.hf",),               # transformers' own rotary modules, the preset corpus
     ("conformance.cli", "conformance.assertions", "conformance.pytest_plugin"),  # entry points
