@@ -35,6 +35,9 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "onnx-reference": "conformance.backends.onnx_reference:OnnxReferenceBackend",
     # ggml, the C kernels of llama.cpp, through the ggml-python bindings (conformance/backends/ggml.py)
     "ggml": "conformance.backends.ggml:GgmlBackend",
+    # OpenVINO's CPU plugin on exporter-pattern graphs (conformance/backends/openvino.py)
+    "openvino": "conformance.backends.openvino:OpenVinoBackend",
+    "openvino-split": "conformance.backends.openvino:OpenVinoSplitBackend",
 }
 
 #: The distributions each built-in backend runs on (their versions head every report; a user
@@ -62,4 +65,6 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "onnxruntime-contrib": ("onnx", "onnxruntime"),
     "onnx-reference": ("onnx",),
     "ggml": ("ggml-python",),
+    "openvino": ("openvino",),
+    "openvino-split": ("openvino",),
 }
