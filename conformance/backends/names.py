@@ -20,6 +20,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     # torch-based libraries (conformance/backends/<library>.py)
     "hf": "conformance.backends.hf:HFBackend",
     "hf-gptj": "conformance.backends.hf:HFGPTJBackend",
+    "inductor": "conformance.backends.inductor:InductorBackend",
     "torchtune": "conformance.backends.torchtune:TorchtuneBackend",
     "torchtune-qwen2": "conformance.backends.torchtune:TorchtuneQwen2Backend",
     "rotary-embedding-torch": "conformance.backends.rotary_embedding_torch:RotaryEmbeddingTorchBackend",
@@ -52,6 +53,7 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "mlx-lm": ("mlx", "mlx-lm"),
     "hf": ("torch", "transformers"),
     "hf-gptj": ("torch", "transformers"),
+    "inductor": ("torch", "transformers"),
     "torchtune": ("torch", "torchtune"),
     "torchtune-qwen2": ("torch", "torchtune"),
     "rotary-embedding-torch": ("torch", "rotary-embedding-torch"),
