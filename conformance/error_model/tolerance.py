@@ -87,6 +87,7 @@ from .conditioning import blend_conditioning
 
 __all__ = [
     "PROFILES",
+    "ignored_declaration",
     "Profile",
     "Metrics",
     "unit_roundoff",
@@ -235,6 +236,20 @@ def get_profile(name: str | None, overrides: Sequence[str] | Mapping[str, Any] =
     if items:
         profile = replace(profile, name=f"{profile.name}+custom", **items)
     return profile
+
+
+def ignored_declaration(capabilities: Any, profile: Profile) -> tuple[str, ...]:
+    """Sentences for the report header when ``profile`` judges with an angle or table dtype other than
+    the one ``capabilities`` declare (the declaration is then ignored for that dtype): e.g. the default
+    profile of an engine declaring ``angle_dtype="bfloat16"`` is ``fp32-angles``, which judges its
+    angles as float32; ``--profile backend`` judges the declared dtypes."""
+    notes = []
+    for key in ("angle_dtype", "table_dtype"):
+        used, declared = getattr(profile, key), getattr(capabilities, key, None)
+        if used != "backend" and declared is not None and used != declared:
+            notes.append(f"declared {key}={declared} is ignored by profile {profile.name}, which judges "
+                         f"{key.split('_')[0]}s as {used}; --profile backend judges the declared dtype")
+    return tuple(notes)
 
 
 def default_profile_name(capabilities: Any) -> str:

@@ -56,7 +56,7 @@ from ..cases.case import GoldenCase
 from ..diagnose.failure import failure_verdict
 from ..diagnose.probe import ProbeBook
 from ..error_model.expected import expected_and_bounds
-from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
+from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, ignored_declaration, resolve
 from ..interrupt import POLL_S, StopFlag
 from ..untrusted_text import clip
 from ..vocabulary import STAGES
@@ -616,7 +616,7 @@ def run_cases(
         profile=profile.to_dict(),
         results=done,
         seconds=time.perf_counter() - t0,
-        notes=list(declaration_notes(backend)) + tampered,
+        notes=list(declaration_notes(backend)) + list(ignored_declaration(caps, profile)) + tampered,
         interrupted=interrupted,
         not_run=len(ordered) - len(done),
         stopped_by=(stop.signal_name or "SIGINT") if interrupted else None,

@@ -102,6 +102,8 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     prof = report.profile
     w(f"roperef check: backend {for_terminal(report.backend)} (angles {report.capabilities.get('angle_dtype')}, "
       f"tables {report.capabilities.get('table_dtype')})\n")
+    if report.capabilities.get("notes"):
+        w(f"backend notes: {for_terminal(report.capabilities['notes'])}\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
       f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} "
       f"(angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
@@ -187,6 +189,16 @@ def write_json(report: RunReport, path: str | Path, **kw: Any) -> None:
     write_text_atomic(path, json.dumps(_finite_json(to_json(report, **kw)), indent=1) + "\n")
 
 
+def _junit_notes(suite: ET.Element, report: RunReport) -> None:
+    """The backend's own notes (``Capabilities.notes``) and the run's notes as ``<properties>`` of a testsuite."""
+    items = [("backend notes", str(report.capabilities.get("notes") or ""))] + [("note", n) for n in report.notes]
+    items = [(k, v) for k, v in items if v]
+    if items:
+        props = ET.SubElement(suite, "properties")
+        for key, value in items:
+            ET.SubElement(props, "property", name=key, value=for_xml(value, limit=500))
+
+
 def write_junit(report: RunReport, path: str | Path) -> None:
     """JUnit XML: one testsuite per family, one testcase per case (skipped = NOT_SUPPORTED/XFAIL).
 
@@ -204,6 +216,7 @@ def write_junit(report: RunReport, path: str | Path) -> None:
             skipped=str(sum(r.status in ("NOT_SUPPORTED", "XFAIL") for r in results)),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
+        _junit_notes(suite, report)
         for r in results:
             tc = ET.SubElement(suite, "testcase", classname=x(f"roperef.{fam}"), name=x(r.id), time=f"{r.seconds:.3f}")
             text = x(r.message) + (f"\n{x(r.diagnosis['summary'])}" if r.diagnosis else "") + (f"\nrepro: {x(r.repro)}" if r.repro else "")
@@ -237,6 +250,8 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
     """The Markdown report; untrusted text is inert (no live HTML, no split table rows)."""
     md, code = for_markdown, markdown_code
     lines = [f"# roperef check: {md(report.backend)}", "", md(summary_line(report)), ""]
+    if report.capabilities.get("notes"):
+        lines += [f"Backend notes: {md(str(report.capabilities['notes']))}", ""]
     lines += [f"> **Note:** {md(note)}" for note in report.notes] + ([""] if report.notes else [])
     if golden and golden.get("directory"):
         what = "Your cases" if golden.get("tier") == "user" else "Golden set"
