@@ -2,7 +2,7 @@
 
 Everything else is configured in pyproject.toml. ``golden/`` lives outside the packages (it is the
 published artefact, verified in the checkout by ``roperef golden verify``); ``build_py`` copies its
-files (``manifest.json``, ``README.md``, the ``.npz`` cases) into ``conformance/golden_set/`` of the
+files (``manifest.json``, ``README.md``, the ``.npz`` cases) into ``golden_set/`` of the ``conformance`` package of the
 build, where :func:`conformance.golden.store.default_golden_dir` finds it in an installed (non-editable)
 package. An editable install reads ``golden/`` of the checkout directly.
 """
@@ -21,7 +21,7 @@ SHIPPED = ("manifest.json", "README.md")
 
 
 class BuildWithGolden(build_py):
-    """``build_py`` plus the golden set copied to ``<build_lib>/conformance/golden_set``."""
+    """``build_py`` plus the golden set copied to ``golden_set`` of the ``conformance`` package in ``build_lib``."""
 
     def run(self) -> None:
         super().run()

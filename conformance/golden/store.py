@@ -114,7 +114,7 @@ class GoldenSet:
 
 def default_golden_dir() -> Path:
     """Env ``ROPEREF_GOLDEN``, else the published set: the checkout's ``golden/`` (beside ``pyproject.toml``,
-    one level above the package) or, in an installed wheel, ``conformance/golden_set/`` (copied there by
+    one level above the package) or, in an installed wheel, ``golden_set/`` of the installed ``conformance`` package (copied there by
     setup.py's ``build_py``); else ``./golden``."""
     env = os.environ.get("ROPEREF_GOLDEN")
     if env:
