@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.resolve import ENV_VAR, BackendError
+from ..bugs.exposure_cache import ExposureCache
 from ..calls.isolate import IsolatedBackend
 from ..calls.process_state import ProcessState
 from ..calls.stage_call import DEFAULT_TIMEOUT_S
@@ -295,14 +296,16 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         return int(code)
     filters = list(args.filter)
     plan = None
+    exposure: ExposureCache | None = None
     if args.outputs:
         source = backend.case_source(args.golden, args.tier, filters, args.dtype, set_hash=args.set_hash)
     elif args.cases:
         source = user_case_source(args.cases, filters, args.dtype, set_hash=args.set_hash)
     else:
+        exposure = ExposureCache.open()  # the exposure rules' answers of earlier runs (same code): saved below
         source, plan = check_cases(backend, args.golden, args.tier, filters, args.dtype,
                                    goldens_only=args.goldens_only, generated_only=args.generated_only,
-                                   set_hash=args.set_hash)
+                                   set_hash=args.set_hash, exposure=exposure)
     jobs = effective_jobs(args.jobs)
     if jobs < args.jobs:
         print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
@@ -318,7 +321,9 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
     finally:
         bar.close()
     report.notes[:0] = load_notes
-    attach_sections(report, source.cases, backend, plan)
+    attach_sections(report, source.cases, backend, plan, exposure)
+    if exposure is not None:
+        exposure.save()  # an unwritable cache directory: the next run computes them again
     if xfail is not None and given is None:
         # a shipped list covers several case sets (smoke, full, examples): only entries whose every
         # selected match passed are worth a line here (check_backends.py passes --xfail: all of them)
