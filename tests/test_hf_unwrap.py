@@ -74,20 +74,6 @@ def test_apply_functions_reads_a_module_wrapped_apply_function():
     assert apply_functions([mod]) == {"apply_rotary_pos_emb": demo}
 
 
-def test_apply_functions_under_kernels_hub_wrapper():
-    """With the real kernels package and a transformers that wraps (5.25+), llama's apply function is read."""
-    kernels = pytest.importorskip("kernels")
-    import transformers
-    from transformers.models.llama import modeling_llama
-
-    from conformance.hf.truth import apply_functions
-
-    if not isinstance(modeling_llama.apply_rotary_pos_emb, __import__("torch").nn.Module):
-        pytest.skip(f"transformers {transformers.__version__} with kernels {kernels.__version__} does not wrap")
-    fn = apply_functions([modeling_llama])["apply_rotary_pos_emb"]
-    assert fn.__code__.co_varnames[:4] == ("q", "k", "cos", "sin")
-
-
 def test_verdict_line_names_what_was_not_compared():
     items = (Item("text", "inv_freq", "AGREE", "a", "a"),
              Item("text", "pairing", "SKIP", "half, start 0", "not probed", "signature (*args, **kwargs)"))
