@@ -25,7 +25,7 @@ kernels it compiled); a warm run that compiles anything is reported. Record the 
 (printed) with any figure you quote: the machine is shared.
 
 Run by hand: ``python benchmarks/bench_first_run.py [--repeats N] [--venv] [--json F]``;
-``--quick`` (used by ``tests/test_bench_first_run_quick.py``) judges a few cases, one warm run.
+``--quick`` (used by ``tests/benchmarks/test_bench_first_run_quick.py``) judges a few cases, one warm run.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def shape_sweep(repeat: int) -> None:
 
 
 def diagnosis(quick: bool) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(p) for p in sorted((ROOT / "tests" / "support").glob("*/"))]
     from bug_engines import BugEngine
     from conformance.generated.plan import materialize_all, plan_cases
     from conformance.judge.runner import RunOptions, run_cases

@@ -33,7 +33,7 @@ coefficients ``1/n!`` are the correctly rounded doubles). With ``z = a*a``::
                  C(z) = 1/4! - z/6! + ... - z^7/18!
 
 (the leading ``1 - a^2/2`` of cos is carried exactly). Measured against 50-digit mpmath
-(``tests/test_sincos.py``), both are within 0.7 ulp (error over spacing) of the exact value (0.69 the worst
+(``tests/roperef/test_sincos.py``), both are within 0.7 ulp (error over spacing) of the exact value (0.69 the worst
 seen); they are not guaranteed correctly rounded, but they are the same everywhere.
 
 **Quadrant**: ``q = k mod 4``; ``(sin, cos)`` of the angle are ``(s, c)``, ``(c, -s)``,

@@ -136,7 +136,7 @@ def render(folder: Path) -> tuple[str, list[str]]:
         f"checkpoint writes, the RoPE the legacy way, the rest left to the config class; a composite's text_config "
         f"without sizes), {sum(pub_verdicts.values())} checked: "
         + ", ".join(f"{v} {k}" for k, v in sorted(pub_verdicts.items()))
-        + " (why each is not AGREE: `tests/test_hf_published_style.py` `PUBLISHED_NOT_AGREE`):",
+        + " (why each is not AGREE: `tests/roperef/hf/test_hf_published_style.py` `PUBLISHED_NOT_AGREE`):",
         "",
         *pub_rows,
         "",

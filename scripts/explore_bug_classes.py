@@ -1,4 +1,4 @@
-"""Explore each planted bug class of tests/wrong_backends.py: failing draws, naming of the minimal cases.
+"""Explore each planted bug class of tests/support/engines/wrong_backends.py: failing draws, naming of the minimal cases.
 
     python scripts/explore_bug_classes.py [--count 200] [--seed 0]
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), *(str(p) for p in sorted((ROOT / "tests" / "support").glob("*/")))]
 
 from conformance.explore.run import ExploreConfig, explore  # noqa: E402 - imported after sys.path gains the repo root
 from wrong_backends import BUGS, Buggy  # noqa: E402 - imported after sys.path gains tests/

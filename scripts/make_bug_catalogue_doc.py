@@ -6,7 +6,7 @@ Usage::
     python scripts/make_bug_catalogue_doc.py [--check]
 
 Replaces the text between the bug-catalogue markers of docs/conformance.md. ``--check``
-writes nothing and exits 1 when the file is out of date (tests/test_bug_catalogue.py runs it).
+writes nothing and exits 1 when the file is out of date (tests/conformance/bugs/test_bug_catalogue.py runs it).
 """
 
 from __future__ import annotations

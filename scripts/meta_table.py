@@ -5,7 +5,7 @@ Usage::
 
     PYTHONPATH=. python scripts/meta_table.py [--out FILE.md]
 
-For each single-bug engine of ``tests/bug_engines.py`` (one per catalogue class) and each
+For each single-bug engine of ``tests/support/engines/bug_engines.py`` (one per catalogue class) and each
 precision, every case of the smoke tier and of the engine's generated cases that exposes the
 class is run with diagnosis: *exposing* cases, *caught* (FAIL), *named* (the class is in the
 diagnosis's matches), *alone* (named without a tie), *wrong* (another class named without it).
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    sys.path[:0] = [str(ROOT), *(str(p) for p in sorted((ROOT / "tests" / "support").glob("*/")))]
     from bug_engines import BUGS, BugEngine
     from conformance.bugs.catalogue import BY_ID
     from conformance.bugs.facts import case_facts

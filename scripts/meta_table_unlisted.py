@@ -5,7 +5,7 @@ Usage::
 
     PYTHONPATH=. python scripts/meta_table_unlisted.py [--out docs/meta-tests.md] [--bugs a,b] [--quick]
 
-For each engine of ``tests/unlisted_bug_engines.py`` (single bugs of kinds the bug catalogue does not
+For each engine of ``tests/support/engines/unlisted_bug_engines.py`` (single bugs of kinds the bug catalogue does not
 list, and ggml's precision as a non-bug), every case of the engine's generated plan and of the smoke
 tier is run with the full diagnosis (probing on): *judged* cases, *caught* (FAIL), *described* (a FAIL
 with a finding on the axis and pattern the engine's bug calls for, ``Expect``), *named wrong* (a FAIL
@@ -13,7 +13,7 @@ naming a catalogue class the bug is not), *IMPRECISE*, and the mean and worst di
 With ``--out`` the table replaces the part of the file between ``<!-- unlisted:begin -->`` and
 ``<!-- unlisted:end -->``; it is printed either way. ``--quick``: the engine's own Expect cases only.
 ``--every K``: every K-th case of the plan and the smoke tier (a reduced set, said in the table's header).
-``--tiled``: the tiled kernels of ``tests/tiled_bug_engines.py`` (issue 22's tile, row, head and stride bugs),
+``--tiled``: the tiled kernels of ``tests/support/engines/tiled_bug_engines.py`` (issue 22's tile, row, head and stride bugs),
 between ``<!-- tiled:begin -->`` and ``<!-- tiled:end -->``, each judged on the tiled engine's own plan (every
 layout and call form).
 """
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--tiled", action="store_true")
     args = ap.parse_args(argv)
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    sys.path[:0] = [str(ROOT), *(str(p) for p in sorted((ROOT / "tests" / "support").glob("*/")))]
     from conformance.generated.plan import materialize_all, plan_cases
     from conformance.judge.runner import RunOptions, run_cases
     from judge_cases import smoke_cases

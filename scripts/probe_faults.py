@@ -9,7 +9,7 @@ Usage::
 Probe classes (each one runs ``roperef`` in a subprocess with a wall-clock limit, except the
 config mutations, which call ``conformance.cli.main.main`` in this process):
 
-- ``backend``: fault-injection backends (``tests/fault_backends.py``: sys.exit, KeyboardInterrupt,
+- ``backend``: fault-injection backends (``tests/support/faults/fault_backends.py``: sys.exit, KeyboardInterrupt,
   sleep, a GIL-holding C call, os._exit, abort, segfault, garbage outputs, crash or exit at import)
   x run modes (in process, ``--isolate``, ``--timeout 2``, ``--jobs 2``); expected exit 1 (3 when
   nothing is supported, 2 when the backend cannot be loaded) with the JSON report written;
@@ -27,7 +27,7 @@ config mutations, which call ``conformance.cli.main.main`` in this process):
   deleted keys, garbage bytes, empty file) through ``roperef spec``; expected exit 0 or one line
   with exit 2 (5 for a model without RoPE) (what the rules accept is the config reader's business; a traceback never is).
 
-Issue 27 (hostile backends, broken pipes, forged sets; backends in ``tests/hostile_backends.py``):
+Issue 27 (hostile backends, broken pipes, forged sets; backends in ``tests/support/faults/hostile_backends.py``):
 
 - ``hostile``: backends that attack through what they hand back (``__array__`` that exits,
   interrupts or hangs; exception text that exits, repaints the terminal or is 5 MB; ``numpy.True_``
@@ -79,9 +79,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests"
+TESTS = [str(p) for p in sorted((ROOT / "tests" / "support").glob("*/"))]  # the test helpers' folders
 LIMIT_S = 60.0
-sys.path[:0] = [str(ROOT), str(TESTS), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), *TESTS, str(ROOT / "scripts")]
 import probe_hostile  # noqa: E402 - the probe classes of issue 27 (scripts/probe_hostile.py)
 
 from conformance.calls.stage_call import DEFAULT_TIMEOUT_S  # noqa: E402 - imported after sys.path gains the repo root
@@ -114,7 +114,7 @@ class Probe:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "ROPEREF_GOLDEN"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *TESTS])
     env.update(extra)
     return env
 
@@ -175,7 +175,7 @@ def probe_backends(p: Probe, golden: Path, tmp: Path, quick: bool) -> None:
             if mode == "in-process" and backend in IN_PROCESS_ONLY_SAFE:
                 continue  # these kill or freeze any process they run in: that is what --isolate/--timeout are for
             if mode == "in-process" and backend.endswith(":Sleeps"):
-                continue  # the default limit takes 120 s per call: tests/test_faults.py covers it with a short limit
+                continue  # the default limit takes 120 s per call: tests/conformance/calls/test_faults.py covers it with a short limit
             if quick and mode == "jobs2":
                 continue
             report = tmp / "r.json"

@@ -24,14 +24,14 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests"
+TESTS = [str(p) for p in sorted((ROOT / "tests" / "support").glob("*/"))]  # the test helpers' folders
 LIMIT_S = 60.0
 CLI = [sys.executable, "-m", "conformance.cli"]
 
 
 def env(**extra: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("ROPEREF_")}
-    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
+    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), *TESTS])
     out.update(extra)
     return out
 

@@ -6,7 +6,7 @@ diagnosis (:mod:`conformance.diagnose.likely_bug`) tries every class that can oc
 the case generator (:mod:`conformance.generated.plan`) builds cases from the probes so that every
 class a backend's interface can express is judged; the coverage section of each report
 (:mod:`conformance.judge.coverage`) says which classes were judged. ``docs/conformance.md`` lists
-them (kept in sync by ``tests/test_bug_catalogue.py``).
+them (kept in sync by ``tests/conformance/bugs/test_bug_catalogue.py``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Errors are reported in two units:
   ``s (|x_a| + |x_b|)`` (apply: ``|x_a||c| + |x_b||s|`` for ``y_a``, ``|x_b||c| + |x_a||s|`` for
   ``y_b``; tables: ``s``; inv_freq: ``|exact|``).
   The reference promises ``bound <= 4`` for forward, backward and apply outputs at every
-  position up to 2^31 (tested in ``tests/test_audit.py``).
+  position up to 2^31 (tested in ``tests/conformance/golden/test_audit.py``).
 
 The inverse frequencies and attention factor of the ``freq`` family are audited against the
 docs/spec.md section-3 formulas evaluated independently in mpmath

@@ -7,9 +7,9 @@ short/long) taken on the exact values at the context's precision.
 
 Each formula below carries, as its docstring, the text of docs/spec.md it implements, verbatim:
 :data:`BASE` is section 3's base line, each function of :data:`FORMULAS` one bullet (section 3 per
-scaling type; section 4's 2-D vision bullet). ``tests/test_exact_model_spec.py`` fails when the
+scaling type; section 4's 2-D vision bullet). ``tests/conformance/golden/test_exact_model_spec.py`` fails when the
 spec no longer says exactly that (or gains a scaling type this model lacks), and the bit-for-bit
-tests (``tests/test_frequencies_exact.py``) fail when roperef computes anything else: so the
+tests (``tests/roperef/test_frequencies_exact.py``) fail when roperef computes anything else: so the
 contract, this model and the reference cannot drift apart unnoticed.
 
 Used by the accuracy audit (:mod:`conformance.golden.audit`) and by the tests that check

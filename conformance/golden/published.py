@@ -16,7 +16,7 @@ that hash is anchored (:func:`conformance.golden.case_source.load_cases`):
   match, is refused, wherever it lies.
 
 When the checked-in ``golden/`` is regenerated (the integrator's call), its new hash goes here:
-``roperef golden verify`` prints it, and ``tests/test_golden_anchor.py`` fails until it is listed.
+``roperef golden verify`` prints it, and ``tests/conformance/golden/test_golden_anchor.py`` fails until it is listed.
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ def cross_check(config: Mapping[str, Any], *, quirks: HFQuirks | None = None,
     if "vision" in mr.specs:
         if truth.vision is None:
             items.append(Item("vision", "inv_freq", "SKIP", "vision spec", "-", "no vision rotary class built from "
-                              "vision_config (see tests/test_against_transformers.py for the vision apply functions)"))
+                              "vision_config (see tests/roperef/hf/test_against_transformers.py for the vision apply functions)"))
         else:
             items.extend(_freq_item("vision", mr.specs["vision"], truth.vision, vision=True))
     return CrossCheck(mr.model_type, tuple(items), True, truth.notes + tuple(mr.notes))

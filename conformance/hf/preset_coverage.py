@@ -6,7 +6,7 @@ sub-config inside it that roperef reads (``text_config``, ``thinker_config.text_
 speech ``talker_config`` of Omni models, whose RoPE roperef does not model). A model type
 no preset covers must have a documented reason in :data:`conformance.hf.preset_gaps.GAPS` (no published
 checkpoint, or none found in the searched sources); :func:`coverage` pairs both, and
-``tests/test_hf_configs.py`` keeps them complete and disjoint.
+``tests/roperef/hf/test_hf_configs.py`` keeps them complete and disjoint.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Model types of transformers 5.24 with RoPE that ``conformance/presets`` has no real published config for,
-each with the reason (read by :mod:`conformance.hf.preset_coverage`; ``tests/test_hf_configs.py`` keeps it
+each with the reason (read by :mod:`conformance.hf.preset_coverage`; ``tests/roperef/hf/test_hf_configs.py`` keeps it
 exact: a listed type that gains a preset, or an uncovered type missing here, fails).
 
 Every model type listed here is still cross-checked through transformers' own default config
-(``tests/test_hf_crosscheck.py``); a gap means only that no published checkpoint config was found in the
+(``tests/roperef/hf/test_hf_crosscheck.py``); a gap means only that no published checkpoint config was found in the
 sources searched, never that the type is unread. Searched for each (sessions of 2026-11-30): ``find_string``
 on ``"model_type": "<type>"``, the architecture class name and the checkpoint id named in transformers'
 configuration docstring; code search on the model card and config text; the vendoring repositories

@@ -21,7 +21,7 @@ A composite model type whose text config is a RoPE family gets ``{"model_type", 
 <its text sub-config keys>: the text family's published-style dict without sizes}``.
 
 :func:`check_family` runs :func:`conformance.hf.crosscheck.cross_check` on it (``REFUSED`` when roperef
-refuses it, with the message). ``tests/test_hf_published_style.py`` runs it for every family and lists
+refuses it, with the message). ``tests/roperef/hf/test_hf_published_style.py`` runs it for every family and lists
 each one that does not agree, with the reason; ``scripts/cross_check_presets.py`` prints the table into
 docs/hf-configs.md. transformers is imported inside the functions (an optional dependency).
 """

@@ -1,7 +1,7 @@
 """The generated config-class rules (:mod:`roperef.hf.config_classes`) as Markdown, for docs/hf-configs.md.
 
 ``python scripts/gen_hf_config_classes.py --doc docs/hf-configs.md`` rewrites the section between
-:data:`BEGIN` and :data:`END` with :func:`rules_markdown`; ``tests/test_hf_config_classes.py`` checks the page
+:data:`BEGIN` and :data:`END` with :func:`rules_markdown`; ``tests/roperef/hf/test_hf_config_classes.py`` checks the page
 holds what the checked-in tables give. Only the rules that differ from transformers' base class are listed
 (``rope_theta`` and ``partial_rotary_factor`` read the generic way, theta 10000, no rotary fraction, every
 layer full attention); the file holds all of them.

@@ -11,7 +11,7 @@ map (transposed for backward), every element's bound is exactly what
 and the error ratio exactly what :func:`conformance.error_model.tolerance.compare` computes
 (``0`` where the error is ``0``, ``err / bound`` otherwise, NaN read as ``inf``). So the
 budget (the maximum ratio) and the count of elements over the bound are bit-for-bit those
-of the NumPy path (``tests/test_long_context.py`` checks it); the sums for the NMSE are
+of the NumPy path (``tests/conformance/long_context/test_long_context.py`` checks it); the sums for the NMSE are
 accumulated in another order (a few ulp apart). The first element with the maximum ratio
 (in C order) is the worst; the first element over its bound is also kept (for a contiguous
 chunk, where a position-dependent bug starts). One read of each array, no temporary of the chunk's size.

@@ -2,7 +2,7 @@
 
     roperef check --backend ./mistakes.py:PositionsInInputDtype --filter 'forward/default/*' -q
 
-Every class here is deliberately wrong (tests/test_writing_a_backend.py checks the judge names each).
+Every class here is deliberately wrong (tests/docs/test_writing_a_backend.py checks the judge names each).
 """
 
 import numpy as np

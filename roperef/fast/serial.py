@@ -14,7 +14,7 @@ and do exactly the same operations in the same order::
                                                 y_a = x_a * cos[r, j] - x_b * sin[r, j]
                                                 y_b = x_b * cos[r, j] + x_a * sin[r, j]
 
-so their results equal the parallel kernels' bit for bit (tested: tests/test_fast_serial.py).
+so their results equal the parallel kernels' bit for bit (tested: tests/roperef/fast/test_fast_serial.py).
 The rotation gathers through the pair-map index arrays (one loop for every layout) and copies
 the pass-through channels ``keep`` unchanged; ``out`` (float32 or float64) is rounded once.
 No ``fastmath``. ``cache=True``: compiled once per machine, loaded from the Numba cache after.

@@ -10,13 +10,13 @@
 - :data:`LAYER_THETAS`: families with a per-layer base ``layer_rope_theta`` (0 = NoPE).
 - :data:`DEFAULT_LAYER_TYPES`: families whose config class builds ``layer_types`` from a fixed rule of the
   layer index when the config gives no list and no key (Flint, LaraMini, LFM3, MiniMax, OLMo-Hybrid,
-  NeoMME); ``tests/test_hf_crosscheck.py`` compares every family's result with transformers' own.
+  NeoMME); ``tests/roperef/hf/test_hf_crosscheck.py`` compares every family's result with transformers' own.
 - :data:`LAYER_INDEX_KEYS`: keys listing layer indices that families read: ``attn_layer_indices`` (Bamba:
   attention at those indices, Mamba elsewhere), ``full_attn_idxs`` (LFM2: attention there, convolution
   elsewhere) and ``cross_attention_layers`` (Mllama: cross-attention layers, no RoPE). Other families' configs may carry the key (Falcon-H1 publishes
   ``attn_layer_indices: null``) but transformers ignores it there; so does roperef (noted).
 
-Each entry names the transformers source it mirrors; ``tests/test_hf_configs.py`` checks them on real
+Each entry names the transformers source it mirrors; ``tests/roperef/hf/test_hf_configs.py`` checks them on real
 configs and ``roperef spec --against transformers`` probes each layer's attention on the meta device.
 """
 

@@ -200,7 +200,7 @@ _DEFAULTS: dict[str, Mapping[str, Any]] = {
 }
 #: transformers' config classes that build layer_types as "full_attention if (i + 1) % P == 0 else sliding" when
 #: a config gives no list (their __post_init__; P is the class's own unless the config says it); checked against
-#: transformers by tests/test_hf_crosscheck.py::test_layer_types_of_a_config_without_the_list
+#: transformers by tests/roperef/hf/test_hf_crosscheck.py::test_layer_types_of_a_config_without_the_list
 _SLIDING_PATTERN = {
     "cohere2": 4, "gemma2": 2, "vaultgemma": 2, "t5_gemma_module": 2, "gpt_oss": 2, "ultrabert": 3, "olmo3": 4,
     "muse_glimmer_text": 4, "dory": 4, "kolibri1": 5, "gemma3n_text": 5, "gemma4_text": 6, "gemma4_unified_text": 6,

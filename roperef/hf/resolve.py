@@ -62,7 +62,7 @@ from .unknown_types import class_names, family_of, remote_code_names
 __all__ = ["resolve"]
 
 #: Model types transformers ships whose RoPE roperef reads although probing their default config failed
-#: (their default config lacks the mRoPE section; tests/test_against_transformers.py covers them).
+#: (their default config lacks the mRoPE section; tests/roperef/hf/test_against_transformers.py covers them).
 _HAND_ROPE = frozenset({"glm4v_text", "glm4v_moe_text", "glm4v", "glm4v_moe"})
 #: Top-level keys whose presence says a model of unknown type has RoPE.
 _ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "rotary_dim", "rotary_pct", "rotary_emb_base",
