@@ -4,7 +4,8 @@ Issue 25 target: the first run (fresh clone, empty caches) within 3x the warm ti
 10 s on 2 cores without other load. What is timed, each a fresh process, wall clock:
 
 - ``cold``: in a fresh copy of this checkout (the files a clone has: tracked plus untracked
-  non-ignored files, so no ``__pycache__``, no Numba cache beside ``roperef/fast/``), with
+  non-ignored files, so no ``__pycache__``, no Numba cache beside ``roperef/fast/``; an empty
+  ``XDG_CACHE_HOME``, so no exposure cache either), with
   ``NUMBA_CACHE_DIR`` unset: Python compiles every module's bytecode and Numba compiles every
   kernel the run needs, exactly as on a newcomer's machine;
 - ``warm``: the same command again in the same copy, ``--repeats`` times (median): bytecode and
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "roperef"
         result["files_copied"] = fresh_copy(copy)
+        env["XDG_CACHE_HOME"] = str(Path(tmp) / "xdg-cache")  # an empty user cache too (the exposure cache)
         if args.venv:
             venv = Path(tmp) / "venv"
             t0 = time.perf_counter()

@@ -18,6 +18,11 @@ Usage::
    operator, probing and the decoys included) and in total, and the extra backend calls probing made
    per failing group.
 
+5. *The main job's breakdown* (``--breakdown``: this section only): ``benchmarks/judge_breakdown.py``
+   as fresh processes, one line per phase (imports, goldens, planning, materialize, judging, calls,
+   coverage, report): without the exposure cache, with an empty one (the first run), with the one
+   that run wrote (warm), all in one invocation.
+
 Run from the repository root with ``PYTHONPATH=.`` (it imports ``tests/bug_engines.py``). Numbers
 are a report, never an assertion; the machine's load average is printed with them.
 """
@@ -147,13 +152,36 @@ def diagnosis(quick: bool) -> None:
           f"probing {calls} extra calls for {groups} failing groups = {calls / max(groups, 1):.2f} per group (at most 5)")
 
 
+def breakdown() -> None:
+    """``benchmarks/judge_breakdown.py`` without the exposure cache, cold (an empty cache directory) and
+    warm (the directory the cold run filled), each a fresh process, in that order."""
+    import tempfile
+
+    script = str(ROOT / "benchmarks" / "judge_breakdown.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, script, "--no-cache"], cwd=ROOT, env=env, capture_output=True)  # the Numba cache warm
+    with tempfile.TemporaryDirectory() as cache:
+        for label, args in (("no exposure cache", ["--no-cache"]), ("exposure cache cold (empty)", ["--cache", cache]),
+                            ("exposure cache warm", ["--cache", cache])):
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, script, *args], cwd=ROOT, env=env, capture_output=True, text=True)
+            print(f"  {label}: {time.perf_counter() - t0:.2f} s wall (process)")
+            sys.stdout.write(done.stdout if done.returncode == 0 else f"  failed: {done.stderr[-2000:]}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer cases and bugs (smoke mode)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--breakdown", action="store_true", help="only the main job's breakdown by phase")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}, {os.cpu_count()} CPUs")
+    if args.breakdown:
+        print("the main job (roperef check, built-in backend, default cases) by phase, fresh processes:")
+        breakdown()
+        print(f"load average after {os.getloadavg()[0]:.2f}")
+        return 0
     if not args.quick:
         print("default check of the built-in backend (fresh process, warm Numba cache):")
         default_check(args.repeat)

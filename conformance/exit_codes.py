@@ -10,7 +10,8 @@ name                code  meaning
                           (``golden verify``/``audit``: a problem; ``spec --against``: an item DIFFERs)
 ``USAGE``           2     usage or input error: bad flag, argument, file, config value or
                           golden directory (one line on stderr)
-``NOTHING_JUDGED``  3     nothing was judged (every case NOT_SUPPORTED; ``spec --against``
+``NOTHING_JUDGED``  3     nothing was judged (every case NOT_SUPPORTED, or every judged case an
+                          UNINFORMATIVE PASS; ``spec --against``
                           on a model type transformers does not ship); never 0
 ``INTERNAL``        4     an internal roperef error (a bug in the judge itself)
 ``NO_ROPE``         5     ``roperef spec`` on a model without RoPE anywhere (BERT, GPT-2,

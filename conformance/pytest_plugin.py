@@ -202,9 +202,11 @@ def pytest_report_header(config: Any) -> list[str]:
         return [f"roperef {distribution_version('roperef')}: no --rope-backend (no conformance items); "
                 + (", ".join(f"{k}={v}" for k, v in env.items()) or "no ROPEREF_* variable set")]
     from .backends.base import declaration_notes
+    from .error_model.tolerance import ignored_declaration
 
     source = state["source"]
-    notes = [*declaration_notes(state["backend"]), *state["load_notes"]]
+    notes = [*declaration_notes(state["backend"]), *ignored_declaration(state["backend"].capabilities, state["profile"]),
+             *state["load_notes"]]
     return header_lines(state["backend"], state["selector"], state["profile"], source.info,
                         [c.dtype for c in source.cases], notes)
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from conformance.backends.base import BaseBackend, Capabilities
 from conformance.vocabulary import STAGES
+from float32_constants import inv_freqs
 
 __all__ = ["BugEngine", "BUGS"]
 
@@ -91,8 +92,7 @@ class _Freqs:
 
     def base(self, theta: float, d: float, n: int) -> np.ndarray:
         F = self.F
-        i = np.arange(n, dtype=F)
-        return (F(1) / np.power(F(theta), (F(2) * i / F(d)).astype(F))).astype(F)
+        return inv_freqs(theta, d, n, F)  # correctly rounded: no SIMD-dependent last bit (tests/float32_constants.py)
 
     def __call__(self, spec, seq_len: int) -> tuple[np.ndarray, float]:
         F, b = self.F, self.bug
@@ -157,8 +157,7 @@ class _Freqs:
             elif b == "longrope-swapped":
                 use_long = not use_long
             ext = np.asarray(sc.long_factor if use_long else sc.short_factor, dtype=F)
-            i = np.arange(n, dtype=F)
-            w = (F(1) / (ext * np.power(F(theta), (F(2) * i / F(d)).astype(F)))).astype(F)
+            w = (inv_freqs(theta, d, n, F) / ext).astype(F)
             f = sc.factor if sc.factor is not None else sc.max_position_embeddings / L0
             s = sc.attention_factor if sc.attention_factor is not None else (1.0 if f <= 1 else math.sqrt(1 + math.log(f) / math.log(L0)))
             return w, s

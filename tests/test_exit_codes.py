@@ -64,7 +64,8 @@ def test_without_a_golden_directory_the_run_says_what_it_judges(capsys, monkeypa
 
 
 def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
-    """A real `pip install --target` (no deps, no build isolation: nothing downloaded) of a copy of the source."""
+    """A real `pip install --target` (no deps, no build isolation: nothing downloaded) of a copy of the packages
+    without golden/ and setup.py (which ships it: tests/test_installed_package.py): the in-memory fallback."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -76,7 +77,7 @@ def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                           "--target", str(target), str(src)], capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr
-    assert not (target / "golden").exists()  # the golden vectors are not package data
+    assert not (target / "golden").exists() and not (target / "conformance" / "golden_set").exists()  # no set shipped
     env = {k: v for k, v in os.environ.items() if k not in ("ROPEREF_GOLDEN", "PYTHONPATH")}
     env["PYTHONPATH"] = str(target)
     run = tmp_path / "cwd"

@@ -30,7 +30,7 @@ PACKAGES = ("roperef", "conformance")
 LAZY_LIBRARIES = frozenset({
     "numba", "mpmath", "matplotlib", "ml_dtypes", "torch", "jax", "mlx", "mlx_lm", "triton", "transformers",
     "onnx", "onnxruntime", "keras", "keras_hub", "penzai", "flash_attn", "liger_kernel", "litgpt",
-    "rotary_embedding_torch", "torchtune", "transformer_engine", "vllm", "ggml",
+    "rotary_embedding_torch", "torchtune", "transformer_engine", "vllm", "ggml", "openvino",
 })
 #: our modules that import a heavy library when they are loaded (Numba kernels: compiled on first call)
 HEAVY_MODULES = frozenset({"roperef.fast.kernels", "roperef.fast.serial", "conformance.long_context.kernel"})
@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("conformance.generated",),        # cases generated for a backend's interface
     ("conformance.diagnose",),         # what a FAIL says beyond its numbers
     ("conformance.judge",),            # runner, xfail, verdicts, coverage
-    ("conformance.explore", "conformance.long_context"),  # run modes beyond the fixed cases
+    ("conformance.explore", "conformance.long_context", "conformance.context"),  # run modes beyond the fixed cases
     ("conformance.report",),           # console, JSON, JUnit, Markdown, plots
     ("conformance.hf",),               # transformers' own rotary modules, the preset corpus
     ("conformance.cli", "conformance.assertions", "conformance.pytest_plugin"),  # entry points

@@ -33,6 +33,7 @@ from roperef.spec import PAIRINGS, SCALING_TYPES
 from ..cases.case import GoldenCase, outside_interface
 from ..cases.form import FORM_STAGES, form_method
 from ..vocabulary import CALL_FORMS, DTYPES, FEATURES, STAGES
+from .capability_check import checked_fields
 
 __all__ = ["Capabilities", "Backend", "BaseBackend", "Declined", "backend_stages", "backend_methods",
            "assumed_capabilities", "declaration_notes", "OUTSIDE_MESSAGES"]
@@ -59,6 +60,11 @@ class Capabilities:
     ``call_forms``: ways to be called besides ``stage(x, ...) -> y`` (:data:`~conformance.vocabulary.CALL_FORMS`:
     ``inplace`` -> ``stage_(x, ...)``, ``qk`` -> ``stage_qk(q, k, ...)``, ``qk_inplace`` -> ``stage_qk_(q, k, ...)``),
     each judged for the stages that have the method.
+    Every field is checked when the declaration is made: a word outside its vocabulary raises
+    ``ValueError`` naming the field, the value and the allowed words; dtypes may be written as engines
+    write them (``bf16``, ``fp16``, ``torch.bfloat16``, ``np.float32``, ``numpy.float32`` itself) and are
+    stored as the judge's names (:mod:`conformance.backends.capability_check`).
+    ``notes``: free text about the engine, shown in every report (console, Markdown, JUnit, JSON).
     ``qk_shapes``: how k may differ from q in a q+k call (:data:`~conformance.vocabulary.QK_SHAPES`: ``gqa``,
     ``mqa``, ``head_dims``); equal shapes are always judged.
     """
@@ -77,6 +83,12 @@ class Capabilities:
     layouts: frozenset[str] = frozenset()
     call_forms: frozenset[str] = frozenset()
     qk_shapes: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        """Check every field against its vocabulary; engine dtype spellings (``bf16``, ``torch.float16``,
+        ``numpy.float32``) become the judge's names (:mod:`conformance.backends.capability_check`)."""
+        for key, value in checked_fields(self).items():
+            object.__setattr__(self, key, value)
 
     def to_dict(self) -> dict[str, Any]:
         return {

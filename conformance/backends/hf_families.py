@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,10 @@ class Family:
     notes: str = ""
 
     def mod(self) -> Any:
-        return importlib.import_module(self.module)
+        """The modeling module; once imported, read from ``sys.modules`` (a dict lookup that
+        ``torch.compile`` traces, where ``importlib.import_module`` is a graph break)."""
+        loaded = sys.modules.get(self.module)
+        return loaded if loaded is not None else importlib.import_module(self.module)
 
     # ---- config -------------------------------------------------------------------------
     def config(self, spec: RopeSpec, max_positions: int | None = None) -> Any:

@@ -20,6 +20,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     # torch-based libraries (conformance/backends/<library>.py)
     "hf": "conformance.backends.hf:HFBackend",
     "hf-gptj": "conformance.backends.hf:HFGPTJBackend",
+    "inductor": "conformance.backends.inductor:InductorBackend",
     "torchtune": "conformance.backends.torchtune:TorchtuneBackend",
     "torchtune-qwen2": "conformance.backends.torchtune:TorchtuneQwen2Backend",
     "rotary-embedding-torch": "conformance.backends.rotary_embedding_torch:RotaryEmbeddingTorchBackend",
@@ -35,6 +36,9 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "onnx-reference": "conformance.backends.onnx_reference:OnnxReferenceBackend",
     # ggml, the C kernels of llama.cpp, through the ggml-python bindings (conformance/backends/ggml.py)
     "ggml": "conformance.backends.ggml:GgmlBackend",
+    # OpenVINO's CPU plugin on exporter-pattern graphs (conformance/backends/openvino.py)
+    "openvino": "conformance.backends.openvino:OpenVinoBackend",
+    "openvino-split": "conformance.backends.openvino:OpenVinoSplitBackend",
 }
 
 #: The distributions each built-in backend runs on (their versions head every report; a user
@@ -49,6 +53,7 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "mlx-lm": ("mlx", "mlx-lm"),
     "hf": ("torch", "transformers"),
     "hf-gptj": ("torch", "transformers"),
+    "inductor": ("torch", "transformers"),
     "torchtune": ("torch", "torchtune"),
     "torchtune-qwen2": ("torch", "torchtune"),
     "rotary-embedding-torch": ("torch", "rotary-embedding-torch"),
@@ -62,4 +67,6 @@ BACKEND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "onnxruntime-contrib": ("onnx", "onnxruntime"),
     "onnx-reference": ("onnx",),
     "ggml": ("ggml-python",),
+    "openvino": ("openvino",),
+    "openvino-split": ("openvino",),
 }

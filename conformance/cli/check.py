@@ -22,18 +22,19 @@ and SIGTERM held off; the console last.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import math
 import os
 import shlex
 import sys
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from ..backends.resolve import ENV_VAR, BackendError
+from ..bugs.exposure_cache import ExposureCache
 from ..calls.isolate import IsolatedBackend
 from ..calls.process_state import ProcessState
 from ..calls.stage_call import DEFAULT_TIMEOUT_S
@@ -58,6 +59,7 @@ from .backend_load import load_in_process, load_isolated_backend
 from .check_modes import add_mode_arguments, option, parse_mode
 from .compile_notice import compile_notice
 from .exchange import ExchangeError, OutputsBackend
+from .progress import Progress
 
 __all__ = ["add_parser", "run", "add_check_arguments", "Progress"]
 
@@ -110,40 +112,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_check_arguments(p)
     return p
-
-
-# ----------------------------------------------------------------------------- progress
-
-
-class Progress:
-    """A one-line progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, total: int, stream: Any = None) -> None:
-        self.total, self.done, self.failed = total, 0, 0
-        self.stream = stream or sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.t0 = time.perf_counter()
-
-    def __call__(self, result: Any) -> None:
-        self.done += 1
-        self.failed += result.status in ("FAIL", "ERROR")
-        if not self.enabled:
-            return
-        width = 30
-        fill = int(width * self.done / max(self.total, 1))
-        self._write(
-            f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {self.failed} failing "
-            f"{time.perf_counter() - self.t0:5.1f}s"
-        )
-
-    def _write(self, text: str) -> None:
-        """The bar's own ``\r`` must reach the terminal (a guarded stream escapes other writers')."""
-        getattr(self.stream, "write_raw", self.stream.write)(text)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self._write("\r" + " " * 79 + "\r")
 
 
 # ----------------------------------------------------------------------------- run
@@ -287,7 +255,8 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
                              diagnose=not args.no_diagnose, probe=not args.no_probe,
                              fail_imprecise=args.fail_imprecise)
         out, err = io.StringIO(), io.StringIO()  # the console, printed after the report files
-        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=Progress,
+        make_bar = functools.partial(Progress, quiet=args.quiet)
+        report, info, code = mode.run(backend, options, args=args, label=label, selector=selector, progress=make_bar,
                                       out=out, err=err)
         report.notes[:0] = load_notes
         printed = _write_reports(args, report, info)
@@ -296,14 +265,16 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         return int(code)
     filters = list(args.filter)
     plan = None
+    exposure: ExposureCache | None = None
     if args.outputs:
         source = backend.case_source(args.golden, args.tier, filters, args.dtype, set_hash=args.set_hash)
     elif args.cases:
         source = user_case_source(args.cases, filters, args.dtype, set_hash=args.set_hash)
     else:
+        exposure = ExposureCache.open()  # the exposure rules' answers of earlier runs (same code): saved below
         source, plan = check_cases(backend, args.golden, args.tier, filters, args.dtype,
                                    goldens_only=args.goldens_only, generated_only=args.generated_only,
-                                   set_hash=args.set_hash)
+                                   set_hash=args.set_hash, exposure=exposure)
     jobs = effective_jobs(args.jobs)
     if jobs < args.jobs:
         print(f"roperef check: --jobs {args.jobs} capped at {jobs} (the CPU cores available)", file=sys.stderr)
@@ -312,14 +283,16 @@ def _judge(args: argparse.Namespace, mode: Any, backend: Any, selector: str | No
         diagnose=not args.no_diagnose, repro=_repro(args, label), stop=stop, probe=not args.no_probe,
         fail_imprecise=args.fail_imprecise,
     )
-    bar = Progress(len(source.cases))
+    bar = Progress(len(source.cases), quiet=args.quiet)
     try:
         with sigint_sets(stop):
             report = runner.run_cases(backend, source.cases, options, progress=bar, selector=selector)
     finally:
         bar.close()
     report.notes[:0] = load_notes
-    attach_sections(report, source.cases, backend, plan)
+    attach_sections(report, source.cases, backend, plan, exposure)
+    if exposure is not None:
+        exposure.save()  # an unwritable cache directory: the next run computes them again
     if xfail is not None and given is None:
         # a shipped list covers several case sets (smoke, full, examples): only entries whose every
         # selected match passed are worth a line here (check_backends.py passes --xfail: all of them)

@@ -107,9 +107,14 @@ _GAIN_REL = (("1", lambda s: 1.0, "the attention factor not applied"), ("s^2", l
 
 
 def _gain_words(g_abs: float, s: float) -> str:
+    """Words for a measured gain ``g_abs`` against the spec's ``s``: a relation of :data:`_GAIN_REL` is named
+    only when it distinguishes, i.e. its value differs from ``s`` itself (with s = 1, "s^2", "sqrt(s)", "1"
+    and "1/s" all equal s: "s applied twice" would be an empty claim)."""
     for label, fn, why in _GAIN_REL:
         v = fn(s)
-        if abs(g_abs - v) <= 1e-3 * max(abs(v), 1e-3) and not (label in ("1", "1/s") and abs(s - 1.0) < 1e-9):
+        if abs(v - s) <= 1e-3 * max(abs(s), 1e-3):
+            continue
+        if abs(g_abs - v) <= 1e-3 * max(abs(v), 1e-3):
             return f"gain {g_abs:.6g} = {label} instead of s = {s:.6g}" + (f" ({why})" if why else "")
     return f"gain {g_abs:.6g} instead of s = {s:.6g} ({g_abs / s:.6g} x s)"
 
@@ -132,7 +137,7 @@ def gain_findings(gain: Arr, tol: Arr, valid: Arr, s: float, units_row: Arr, uni
         g = [float(np.median(gain[valid[:, j], j])) * s for j in pairs]
         return [Finding("gain", f"pairs {ranges(pairs)}: {_gain_words(float(np.median(g)), s)}", "pairs", {"pairs": [int(j) for j in pairs]},
                         {"gain": g}, {"gain": s})]
-    g = [float(np.median(gain[t, valid[t]])) * s for t in tokens[:48]]
+    g = [float(np.median(gain[t, bad[t]])) * s for t in tokens[:48]]  # the gain where it is wrong, not the token's median
     return [Finding("gain", f"{tokens.size} token(s) (e.g. row {int(units_row[tokens[0]])} token {int(units_index[tokens[0]])}): "
                     f"{_gain_words(float(np.median(g)), s)}", "tokens", {"tokens": [int(t) for t in tokens]}, {"gain": g}, {"gain": s})]
 

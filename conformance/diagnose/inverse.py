@@ -230,7 +230,7 @@ def _position_words(p: Arr, delta: Arr) -> list[str]:
     ints = np.round(pe).astype(np.int64)
     if np.all(np.abs(pe - ints) < 0.05) and np.all(ints != 0):
         step = int(np.gcd.reduce(np.abs(ints)))
-        if step > 1 and step & (step - 1) == 0:
+        if step > 1 and step & (step - 1) == 0 and np.all(np.abs(ints - po) < step):  # rounding moves p by less than a step
             return [f"effective positions = p rounded to a multiple of {step} past {int(np.min(np.abs(po)))} ({n} of {m} tokens)"]
     k = int(np.argmax(np.abs(delta)))
     return [f"effective positions differ on {n} of {m} tokens (e.g. p={int(p.reshape(-1)[k])} acts as {eff.reshape(-1)[k]:.6g})"]

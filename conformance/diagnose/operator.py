@@ -457,14 +457,21 @@ def _frequencies(case: GoldenCase, sm: PairSamples, psi: Arr, tol: Arr, valid: A
 
 
 def _copies(sm: PairSamples) -> list[Finding]:
-    """Heads whose output equals another head's (while their inputs differ)."""
+    """Heads whose output equals another head's (while their inputs differ).
+
+    A copy is claimed only on samples that distinguish it: head ``g``'s output must be clearly non-zero
+    (``|z_out,g| > SLACK * tol``; two zeroed heads are "zeroed", not copies) and not both heads'
+    outputs their own unchanged inputs (two unrotated heads are "unrotated", not copies)."""
     out = []
     H = sm.heads
     for h in range(1, H):
         for g in range(h):
-            same_out = np.abs(sm.zout[:, h] - sm.zout[:, g]) <= SLACK * np.maximum(sm.tol[:, h], sm.tol[:, g]) + 1e-12
+            bound = SLACK * np.maximum(sm.tol[:, h], sm.tol[:, g]) + 1e-12
+            same_out = np.abs(sm.zout[:, h] - sm.zout[:, g]) <= bound
             diff_in = np.abs(sm.zin[:, h] - sm.zin[:, g]) > 1e-6 * (np.abs(sm.zin[:, h]) + 1e-300)
-            sel = diff_in & (sm.weight[:, h] > 0)
+            signal = np.abs(sm.zout[:, g]) > bound
+            unchanged = (np.abs(sm.zout[:, h] - sm.zin[:, h]) <= bound) & (np.abs(sm.zout[:, g] - sm.zin[:, g]) <= bound)
+            sel = diff_in & signal & ~unchanged & (sm.weight[:, h] > 0)
             if sel.sum() >= 4 and same_out[sel].mean() >= 0.97:
                 out.append(Finding("head", f"head {h}'s output is a copy of head {g}'s (computed from head {g}'s input)", "copied",
                                    {"heads": [h]}, {"source_head": g}, {"source_head": h}))

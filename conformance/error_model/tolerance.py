@@ -87,6 +87,7 @@ from .conditioning import blend_conditioning
 
 __all__ = [
     "PROFILES",
+    "ignored_declaration",
     "Profile",
     "Metrics",
     "unit_roundoff",
@@ -99,6 +100,8 @@ __all__ = [
     "compare",
     "case_angles",
     "position_rows",
+    "UNINFORMATIVE_C",
+    "admitted_error",
 ]
 
 #: Unit roundoff u = 2^-(mantissa bits + 1) per dtype name.
@@ -233,6 +236,20 @@ def get_profile(name: str | None, overrides: Sequence[str] | Mapping[str, Any] =
     if items:
         profile = replace(profile, name=f"{profile.name}+custom", **items)
     return profile
+
+
+def ignored_declaration(capabilities: Any, profile: Profile) -> tuple[str, ...]:
+    """Sentences for the report header when ``profile`` judges with an angle or table dtype other than
+    the one ``capabilities`` declare (the declaration is then ignored for that dtype): e.g. the default
+    profile of an engine declaring ``angle_dtype="bfloat16"`` is ``fp32-angles``, which judges its
+    angles as float32; ``--profile backend`` judges the declared dtypes."""
+    notes = []
+    for key in ("angle_dtype", "table_dtype"):
+        used, declared = getattr(profile, key), getattr(capabilities, key, None)
+        if used != "backend" and declared is not None and used != declared:
+            notes.append(f"declared {key}={declared} is ignored by profile {profile.name}, which judges "
+                         f"{key.split('_')[0]}s as {used}; --profile backend judges the declared dtype")
+    return tuple(notes)
 
 
 def default_profile_name(capabilities: Any) -> str:
@@ -404,12 +421,21 @@ class Metrics:
     profile_positions: list[float] | None = None  # per-position max(error/bound), for plots
     profile_ratios: list[float] | None = None
     worst_elements: list[dict[str, Any]] = field(default_factory=list)  # the WORST_K largest error/bound, worst first
+    #: the largest relative error a PASS admits at one token: max_t sqrt(sum bound^2 / sum expected^2)
+    #: (:func:`admitted_error`); ``>= UNINFORMATIVE_C`` makes a PASS UNINFORMATIVE
+    admitted: float = 0.0
+
+    @property
+    def uninformative(self) -> bool:
+        """The bound is as large as the output's own scale somewhere (:data:`UNINFORMATIVE_C`)."""
+        return self.admitted >= UNINFORMATIVE_C
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "max_abs_error": self.max_abs_error,
             "budget_used": self.budget_used,
             "nmse": self.nmse,
+            "admitted": self.admitted,
             "n_elements": self.n_elements,
             "n_over": self.n_over,
             "worst": self.worst,
@@ -465,6 +491,37 @@ def _position_profile(case: GoldenCase, ratio: np.ndarray, limit: int = 2000) ->
     return uniq.tolist(), per.tolist()
 
 
+#: A PASS is UNINFORMATIVE where the bound admits a relative error of at least this at one token
+#: (docs/conformance.md, "A PASS must inform"): sqrt(sum b^2 / sum e^2) >= 1/2 admits an error with a
+#: quarter of the output's energy, i.e. a rotation of every pair by ~29 degrees (2 sin(d/2) = 1/2).
+UNINFORMATIVE_C = 0.5
+
+
+def admitted_error(case: GoldenCase, expected: np.ndarray, bound: np.ndarray) -> float:
+    """``max_t sqrt(sum_t b^2 / sum_t e^2)``: the relative (RMS) error the bound ``b`` admits at each
+    token ``t`` of one output ``e`` (forward/backward/apply: the heads and channels of a token;
+    cos_sin: the pairs of a position; inv_freq: the whole vector), the worst token. A token whose
+    expected output is all zero has no scale of its own (its bound is the floor: exactness) and is skipped."""
+    e = np.asarray(expected, dtype=np.float64)
+    b = np.asarray(bound, dtype=np.float64)
+    if case.stage in ("forward", "backward", "apply") and e.ndim >= 3:
+        width = e.shape[-2] * e.shape[-1]
+    elif case.stage == "cos_sin" and e.ndim >= 2:
+        width = e.shape[-1]
+    else:
+        width = max(e.size, 1)
+    if e.size == 0:
+        return 0.0
+    se = np.sum((e * e).reshape(-1, width), axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sb = np.sum((b * b).reshape(-1, width), axis=1)
+        ok = se > 0
+        if not ok.any():
+            return 0.0
+        ratio = np.sqrt(sb[ok] / se[ok])
+    return float(np.max(np.where(np.isnan(ratio), np.inf, ratio)))
+
+
 #: How many of the worst elements a comparison keeps (for failure messages).
 WORST_K = 5
 
@@ -496,7 +553,7 @@ def _top(ratio: np.ndarray, k: int) -> np.ndarray:
 def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], bound: Mapping[str, np.ndarray], *,
             with_profile: bool = True) -> Metrics:
     """Error metrics of ``actual`` against ``expected`` under ``bound`` (all float64-compatible)."""
-    max_err, budget, num, den, n, over = 0.0, 0.0, 0.0, 0.0, 0, 0
+    max_err, budget, num, den, n, over, admitted = 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0
     worst: dict[str, Any] = {}
     elements: list[dict[str, Any]] = []
     prof = None
@@ -510,6 +567,8 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
         n += err.size
         over += int((ratio > 1).sum())
+        if name != "attention_factor":  # a scalar beside inv_freq: its bound is relative by construction
+            admitted = max(admitted, admitted_error(case, e, b))
         num += float(np.sum(err * err))
         den += float(np.sum(e * e))
         if err.size:
@@ -534,4 +593,5 @@ def compare(case: GoldenCase, actual: Mapping[str, np.ndarray], expected: Mappin
         profile_positions=prof[0] if prof else None,
         profile_ratios=prof[1] if prof else None,
         worst_elements=elements[:WORST_K],
+        admitted=admitted,
     )

@@ -38,6 +38,7 @@ from typing import Any
 from roperef.spec import PAIRINGS, RopeSpec
 
 from ..bugs.catalogue import CATALOGUE
+from ..bugs.exposure_cache import ExposureCache
 from ..bugs.facts import case_facts
 from ..bugs.model import BugClass
 from ..calls.declared import Interface
@@ -120,9 +121,12 @@ def _why_not(cls: BugClass, iface: Interface, blocked: set[str]) -> str:
     return "the interface cannot express it: no declared case exposes it at the declared precision"
 
 
-def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True, shapes: bool = True) -> Plan:
+def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True, shapes: bool = True,
+               exposure: ExposureCache | None = None) -> Plan:
     """The generated cases for ``backend`` (light, not materialized) and the expressibility of each class;
-    ``shapes``: with the shape sweep (:mod:`conformance.generated.shapes`)."""
+    ``shapes``: with the shape sweep (:mod:`conformance.generated.shapes`); ``exposure``: the exposure
+    rules' answers remembered between runs (:mod:`conformance.bugs.exposure_cache`; None: computed)."""
+    exposed = exposure.exposed if exposure is not None else (lambda cls, facts: cls.exposed(facts))
     iface = Interface.of(backend)
     plan = Plan()
     seen: dict[str, GenCase] = {}
@@ -195,7 +199,7 @@ def plan_cases(backend: Any, *, per_stage: int = 1, ask_backend: bool = True, sh
                         if why is not None:
                             blocked.add(why)
                             continue
-                        if not cls.occurs_in(g.light) or not cls.exposed(case_facts(g.light, iface.precision(dt))):
+                        if not cls.occurs_in(g.light) or not exposed(cls, case_facts(g.light, iface.precision(dt))):
                             continue
                         reason = refusal(g)
                         if reason is not None:

@@ -114,13 +114,19 @@ class GoldenSet:
 
 
 def default_golden_dir() -> Path:
-    """Env ``ROPEREF_GOLDEN``, else the repository's ``golden/`` next to the package, else ``./golden``."""
+    """Env ``ROPEREF_GOLDEN``, else the published set: the checkout's ``golden/`` (beside ``pyproject.toml``,
+    one level above the package) or, in an installed wheel, ``golden_set/`` of the installed ``conformance`` package (copied there by
+    setup.py's ``build_py``); else ``./golden``."""
     env = os.environ.get("ROPEREF_GOLDEN")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[2] / "golden"
-    if (repo / MANIFEST).is_file():
-        return repo
+    here = Path(__file__).resolve()
+    checkout = here.parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "golden" / MANIFEST).is_file():
+        return checkout / "golden"
+    shipped = here.parents[1] / "golden_set"
+    if (shipped / MANIFEST).is_file():
+        return shipped
     return Path.cwd() / "golden"
 
 

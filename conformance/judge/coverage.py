@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..bugs.catalogue import CATALOGUE
+from ..bugs.exposure_cache import ExposureCache
 from ..bugs.facts import case_facts
 from ..calls.declared import INCONSISTENT, Interface
 from ..cases.case import GoldenCase
@@ -43,10 +44,12 @@ def _budget(r: Any) -> float | None:
 
 def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
              expressible: Mapping[str, str | None] | None = None,
-             refused: Mapping[str, int] | None = None) -> dict[str, Any]:
+             refused: Mapping[str, int] | None = None, exposure: ExposureCache | None = None) -> dict[str, Any]:
     """The coverage section of a run (JSON-ready; see the module docstring). ``refused``: the
     ``supports()`` reasons the backend gave while the generated cases were planned, with counts
-    (:attr:`conformance.generated.plan.Plan.refused`)."""
+    (:attr:`conformance.generated.plan.Plan.refused`); ``exposure``: the exposure rules' answers remembered
+    between runs (:mod:`conformance.bugs.exposure_cache`; None: computed)."""
+    exposed_by = exposure.exposed if exposure is not None else (lambda cls, facts: cls.exposed(facts))
     by_id = {c.id: c for c in cases}
     try:
         iface: Interface | None = Interface.of(backend)
@@ -64,7 +67,7 @@ def coverage(report: RunReport, cases: Iterable[GoldenCase], backend: Any,
             if facts is None:
                 prec = iface.precision(case.dtype) if iface is not None else None
                 facts = case_facts(case, prec)
-            if cls.exposed(facts):
+            if exposed_by(cls, facts):
                 exposed[cls.id].append((r, case))
     rows = []
     for cls in CATALOGUE:

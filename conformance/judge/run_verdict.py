@@ -3,7 +3,9 @@
 Order of precedence: an interrupted run is ``INTERRUPTED`` (130; ``TERMINATED``, 143, when SIGTERM
 stopped it) whatever it found so far; any FAIL or ERROR is ``FAILED`` (1), and so is any IMPRECISE
 when the run was asked to fail on them (``RunOptions.fail_imprecise``, ``--fail-imprecise``); a run
-in which every case was NOT_SUPPORTED is ``NOTHING_JUDGED`` (3), never 0; otherwise ``OK`` (0):
+in which every case was NOT_SUPPORTED is ``NOTHING_JUDGED`` (3), never 0, and so is a run whose every
+judged case is an UNINFORMATIVE PASS (a bound as large as the output's own scale certifies nothing,
+docs/conformance.md "A PASS must inform"); otherwise ``OK`` (0):
 IMPRECISE cases (within a small factor of their bound, reproduced by a precision mechanism) are
 reported as warnings, in the spirit of the Khronos conformance tests' QualityWarning, and do not
 fail the run by default.
@@ -25,7 +27,7 @@ def exit_code_for(report: Any) -> ExitCode:
         return ExitCode.TERMINATED if getattr(report, "stopped_by", None) == "SIGTERM" else ExitCode.INTERRUPTED
     if not report.ok:
         return ExitCode.FAILED
-    if report.judged == 0:
+    if report.judged == 0 or getattr(report, "informed", report.judged) == 0:
         return ExitCode.NOTHING_JUDGED
     return ExitCode.OK
 
@@ -36,6 +38,9 @@ def nothing_judged_why(report: Any, top: int = 3) -> str:
     line, JSON ``summary.why_nothing_judged``, JUnit, Markdown), so ``-q`` says why as well."""
     if not report.results:
         return "no case was run"
+    if report.judged and not getattr(report, "informed", report.judged):
+        return (f"every judged case ({report.judged}) is an UNINFORMATIVE PASS: its bound is as large as the "
+                "output's own scale, so it certifies nothing")
     reasons = Counter(r.message for r in report.results if r.status == "NOT_SUPPORTED")
     listed = "; ".join(f'{n} x "{why}"' for why, n in reasons.most_common(top))
     more = f"; {len(reasons) - top} other reason(s)" if len(reasons) > top else ""

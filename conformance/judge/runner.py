@@ -56,7 +56,7 @@ from ..cases.case import GoldenCase
 from ..diagnose.failure import failure_verdict
 from ..diagnose.probe import ProbeBook
 from ..error_model.expected import expected_and_bounds
-from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, resolve
+from ..error_model.tolerance import Metrics, Profile, Resolved, compare, default_profile_name, get_profile, ignored_declaration, resolve
 from ..interrupt import POLL_S, StopFlag
 from ..untrusted_text import clip
 from ..vocabulary import STAGES
@@ -94,6 +94,12 @@ class CaseResult:
     repro: str = ""
     flags: tuple[str, ...] = ()
 
+    @property
+    def uninformative(self) -> bool:
+        """A PASS whose bound is as large as the output's own scale somewhere (``Metrics.admitted >=
+        UNINFORMATIVE_C``): it certifies nothing (docs/conformance.md, "A PASS must inform")."""
+        return self.status == "PASS" and self.metrics is not None and self.metrics.uninformative
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -102,6 +108,7 @@ class CaseResult:
             "dtype": self.dtype,
             "flags": list(self.flags),
             "status": self.status,
+            "uninformative": self.uninformative,
             "message": self.message,
             "metrics": self.metrics.to_dict() if self.metrics else None,
             "tolerance": self.tolerance.to_dict() if self.tolerance else None,
@@ -157,6 +164,7 @@ class RunReport:
     fail_imprecise: bool = False  # IMPRECISE counts as failing (RunOptions.fail_imprecise)
     probe_calls: int = 0  # extra backend calls made by probing failing groups
     probe_groups: int = 0  # failing groups probed
+    context: dict[str, Any] | None = None  # the context sweep's section (conformance.context.sweep; docs/context.md)
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
@@ -168,6 +176,16 @@ class RunReport:
     def ok(self) -> bool:
         failing = FAILING | {IMPRECISE} if self.fail_imprecise else FAILING
         return not any(r.status in failing for r in self.results)
+
+    @property
+    def uninformative(self) -> int:
+        """PASSes that certify nothing (:attr:`CaseResult.uninformative`)."""
+        return sum(r.uninformative for r in self.results)
+
+    @property
+    def informed(self) -> int:
+        """Judged cases whose verdict says something: all but NOT_SUPPORTED and UNINFORMATIVE PASSes."""
+        return sum(r.status != "NOT_SUPPORTED" and not r.uninformative for r in self.results)
 
     @property
     def judged(self) -> int:
@@ -598,7 +616,7 @@ def run_cases(
         profile=profile.to_dict(),
         results=done,
         seconds=time.perf_counter() - t0,
-        notes=list(declaration_notes(backend)) + tampered,
+        notes=list(declaration_notes(backend)) + list(ignored_declaration(caps, profile)) + tampered,
         interrupted=interrupted,
         not_run=len(ordered) - len(done),
         stopped_by=(stop.signal_name or "SIGINT") if interrupted else None,

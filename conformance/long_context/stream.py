@@ -49,7 +49,8 @@ from ..calls.handoff import fresh_spec, spec_changes
 from ..calls.results import stage_outputs
 from ..calls.stage_call import DEFAULT_TIMEOUT_S, CallThread, StageError, SupportsAsker
 from ..cases.case import GoldenCase, numpy_dtype
-from ..error_model.tolerance import Metrics, Profile, default_profile_name, get_profile, pair_coefficients, resolve
+from ..error_model.expected import expected_and_bounds
+from ..error_model.tolerance import Metrics, Profile, admitted_error, default_profile_name, get_profile, pair_coefficients, resolve
 from ..judge.runner import CaseResult, Judged, RunReport, check_outputs, judge_case
 from ..vocabulary import DTYPES
 
@@ -232,6 +233,7 @@ class _Row:
     worst_out: np.ndarray | None = None
     worst_lo: int = 0  # where the kept window starts in the worst chunk
     first_over: int | None = None  # position of the first element over its bound (None: none, or not known)
+    admitted: float = 0.0  # Metrics.admitted of the last chunk (the largest positions, so the largest angle terms)
 
     def add(self, k: int, case: GoldenCase, got: np.ndarray, budget: float, n: int, over: int, err2: float,
             exp2: float, max_err: float, first_token: int, worst_token: int) -> None:
@@ -281,6 +283,13 @@ def _judge_chunk(case: GoldenCase, got: np.ndarray, modified: list[str], caps: A
 _NOTHING = (0.0, 0, 0, 0.0, 0.0, 0.0, -1, 0)
 
 
+def _admitted(case: GoldenCase, got: np.ndarray, caps: Any, profile: Profile) -> float:
+    """:func:`~conformance.error_model.tolerance.admitted_error` of one chunk (the NumPy bound)."""
+    name = _out_name(case.stage)
+    exp, bnd = expected_and_bounds(case, caps, resolve(profile, caps, case, got.dtype))
+    return admitted_error(case, exp[name], bnd[name])
+
+
 def _global_worst(worst: dict[str, Any], start: int) -> dict[str, Any]:
     """A chunk's worst location with the token (and index) counted from the start of the sequence."""
     out = dict(worst)
@@ -321,7 +330,8 @@ def _finish(res: CaseResult, row: _Row, plan: LongContextPlan, caps: Any, profil
     start = row.worst_k * plan.chunk + row.worst_lo
     res.metrics = Metrics(max_abs_error=row.max_err, budget_used=row.budget,
                           nmse=row.err2 / row.exp2 if row.exp2 else (0.0 if row.err2 == 0 else math.inf),
-                          n_elements=row.n, n_over=row.over, worst=_global_worst(slow.metrics.worst, start))
+                          n_elements=row.n, n_over=row.over, worst=_global_worst(slow.metrics.worst, start),
+                          admitted=max(row.admitted, slow.metrics.admitted))
     res.tolerance = slow.tolerance
     w = res.metrics.worst
     where = f"token {w.get('token')} (position {w.get('position')}), head {w.get('head')}, channel {w.get('channel')}"
@@ -384,6 +394,8 @@ def _judge_row(backend: Any, plan: LongContextPlan, length: int, stage: str, dty
             res.status, res.message = "FAIL", f"{problem} ({where})"
             break
         row.add(k, case, got, *stats)
+        if k == n_chunks - 1:
+            row.admitted = _admitted(case, got, caps, profile)
         del x, case, got  # free this chunk before the next one is built
     else:
         _finish(res, row, plan, caps, profile, diagnose, n_chunks)

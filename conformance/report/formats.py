@@ -32,7 +32,9 @@ from ..golden.atomic_files import write_bytes_atomic, write_text_atomic
 from ..judge.run_verdict import exit_code_for, nothing_judged_why
 from ..judge.runner import STATUSES, CaseResult, RunReport
 from ..untrusted_text import for_markdown, for_terminal, for_xml, markdown_code
+from .context_text import console_context, junit_context_text, markdown_context
 from .sections import console_sections, junit_sections, markdown_sections
+from .uninformative import console_uninformative, junit_text, markdown_uninformative, summary_suffix, uninformative_summary
 
 __all__ = [
     "SCHEMA", "console", "to_json", "write_json", "write_junit", "write_markdown", "write_plots", "environment", "summary_line", "failure_line",
@@ -77,10 +79,10 @@ def summary_line(report: RunReport) -> str:
         by = "SIGTERM" if getattr(report, "stopped_by", None) == "SIGTERM" else "Ctrl-C"
         return (f"INTERRUPTED: {len(report.results)} cases judged before {by}, {report.not_run} not run "
                 f"({parts or 'none'}) in {report.seconds:.1f} s")
-    verdict = "FAILED" if not report.ok else "NOTHING JUDGED" if report.judged == 0 else "OK"
+    verdict = "FAILED" if not report.ok else "NOTHING JUDGED" if report.judged == 0 or report.informed == 0 else "OK"
     if verdict == "OK" and c.get("IMPRECISE"):
         verdict = f"OK with {c['IMPRECISE']} IMPRECISE (a precision mechanism; --fail-imprecise makes them fail)"
-    line = f"{verdict}: {len(report.results)} cases ({parts or 'none'}) in {report.seconds:.1f} s"
+    line = f"{verdict}: {len(report.results)} cases ({parts or 'none'}){summary_suffix(report)} in {report.seconds:.1f} s"
     if verdict == "NOTHING JUDGED":
         line += f": {for_terminal(nothing_judged_why(report), limit=400)}"
     return line
@@ -100,6 +102,8 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
     prof = report.profile
     w(f"roperef check: backend {for_terminal(report.backend)} (angles {report.capabilities.get('angle_dtype')}, "
       f"tables {report.capabilities.get('table_dtype')})\n")
+    if report.capabilities.get("notes"):
+        w(f"backend notes: {for_terminal(report.capabilities['notes'])}\n")
     w(f"profile {prof.get('name')}: c_out={prof.get('c_out'):g} c_tab={prof.get('c_tab'):g} c_ang={prof.get('c_ang'):g} "
       f"c_log={prof.get('c_log'):g} c_blend={prof.get('c_blend', 0):g} c_floor={prof.get('c_floor'):g} "
       f"(angle dtype {prof.get('angle_dtype')}, table dtype {prof.get('table_dtype')})\n")
@@ -131,6 +135,8 @@ def console(report: RunReport, out: TextIO, *, golden: Mapping[str, Any] | None 
         w("\nproblems:\n")
         for r in bad:
             w(failure_line(r) + "\n")
+    console_uninformative(report, out)
+    console_context(report, out)
     if report.probe_calls:
         w(f"\nprobing: {report.probe_calls} extra backend call(s) for {report.probe_groups} failing group(s) (--no-probe: none)\n")
     if report.stale_xfails:
@@ -158,11 +164,13 @@ def to_json(report: RunReport, *, golden: Mapping[str, Any] | None = None, comma
                     "fail_imprecise": report.fail_imprecise,
                     "probe": {"calls": report.probe_calls, "groups": report.probe_groups},
                     "stopped_by": getattr(report, "stopped_by", None),
-                    "why_nothing_judged": nothing_judged_why(report) if report.judged == 0 else None},
+                    "uninformative": uninformative_summary(report),
+                    "why_nothing_judged": nothing_judged_why(report) if report.judged == 0 or report.informed == 0 else None},
         "stale_xfails": report.stale_xfails,
         "xfail": report.xfail_source,
         "coverage": report.coverage,
         "verdict": report.verdict,
+        "context": report.context,
         "results": [r.to_dict() for r in report.results],
     }
 
@@ -179,6 +187,16 @@ def _finite_json(obj: Any) -> Any:
 
 def write_json(report: RunReport, path: str | Path, **kw: Any) -> None:
     write_text_atomic(path, json.dumps(_finite_json(to_json(report, **kw)), indent=1) + "\n")
+
+
+def _junit_notes(suite: ET.Element, report: RunReport) -> None:
+    """The backend's own notes (``Capabilities.notes``) and the run's notes as ``<properties>`` of a testsuite."""
+    items = [("backend notes", str(report.capabilities.get("notes") or ""))] + [("note", n) for n in report.notes]
+    items = [(k, v) for k, v in items if v]
+    if items:
+        props = ET.SubElement(suite, "properties")
+        for key, value in items:
+            ET.SubElement(props, "property", name=key, value=for_xml(value, limit=500))
 
 
 def write_junit(report: RunReport, path: str | Path) -> None:
@@ -198,6 +216,7 @@ def write_junit(report: RunReport, path: str | Path) -> None:
             skipped=str(sum(r.status in ("NOT_SUPPORTED", "XFAIL") for r in results)),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
+        _junit_notes(suite, report)
         for r in results:
             tc = ET.SubElement(suite, "testcase", classname=x(f"roperef.{fam}"), name=x(r.id), time=f"{r.seconds:.3f}")
             text = x(r.message) + (f"\n{x(r.diagnosis['summary'])}" if r.diagnosis else "") + (f"\nrepro: {x(r.repro)}" if r.repro else "")
@@ -211,9 +230,15 @@ def write_junit(report: RunReport, path: str | Path) -> None:
                 ET.SubElement(tc, "skipped", message=x(f"{r.status}: {r.xfail_reason or r.message}", limit=500))
             elif r.status == "XPASS":
                 ET.SubElement(tc, "system-out").text = x(f"XPASS (expected failure: {r.xfail_reason})")
+            elif (said := junit_text(r)) is not None:
+                ET.SubElement(tc, "system-out").text = x(said)
+            if (ctx := junit_context_text(report, r)) is not None:  # one system-out per testcase
+                so = tc.find("system-out")
+                so = ET.SubElement(tc, "system-out") if so is None else so
+                so.text = (so.text + "\n" if so.text else "") + x(ctx)
     if report.interrupted:
         root.set("interrupted", "true")
-    if report.judged == 0 and report.results:
+    if (report.judged == 0 or report.informed == 0) and report.results:
         root.set("nothing_judged", x(nothing_judged_why(report), limit=500))
     junit_sections(report, root)
     buf = io.BytesIO()
@@ -225,6 +250,8 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
     """The Markdown report; untrusted text is inert (no live HTML, no split table rows)."""
     md, code = for_markdown, markdown_code
     lines = [f"# roperef check: {md(report.backend)}", "", md(summary_line(report)), ""]
+    if report.capabilities.get("notes"):
+        lines += [f"Backend notes: {md(str(report.capabilities['notes']))}", ""]
     lines += [f"> **Note:** {md(note)}" for note in report.notes] + ([""] if report.notes else [])
     if golden and golden.get("directory"):
         what = "Your cases" if golden.get("tier") == "user" else "Golden set"
@@ -242,6 +269,8 @@ def write_markdown(report: RunReport, path: str | Path, *, golden: Mapping[str, 
         for r in bad:
             diag = r.diagnosis["summary"] if r.diagnosis else (r.xfail_reason or "")
             lines.append(f"| {r.status} | {code(r.id)} | {md(r.message)} | {md(diag)} | {code(r.repro) if r.repro else ''} |")
+    lines += markdown_uninformative(report)
+    lines += markdown_context(report)
     lines += markdown_sections(report)
     write_text_atomic(path, "\n".join(lines) + "\n")
 

@@ -66,5 +66,7 @@ def header_lines(backend: Any, selector: str | None, profile: Any, golden: Mappi
     env = roperef_environment()
     lines.append("roperef: environment " + (", ".join(f"{k}={for_terminal(v)}" for k, v in env.items())
                                             or "no ROPEREF_* variable set"))
+    if getattr(caps, "notes", ""):
+        lines.append(f"roperef: backend notes: {for_terminal(caps.notes)}")
     lines += [f"roperef: note: {for_terminal(note)}" for note in notes]
     return lines
