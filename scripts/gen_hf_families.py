@@ -1,8 +1,13 @@
 """Write ``roperef/hf/families.py``: every model type of the installed transformers, classified by how
 its text attention applies RoPE, read from transformers' own source and probed on random input.
 
-    python scripts/gen_hf_families.py            # rewrite roperef/hf/families.py
-    python scripts/gen_hf_families.py --check    # exit 1 if the checked-in file is not what this gives
+    python scripts/gen_hf_families.py            # rewrite roperef/hf/families.py (the active table)
+    python scripts/gen_hf_families.py --release  # write roperef/hf/families_<release>.py (another release's table)
+    python scripts/gen_hf_families.py --check    # exit 1 if the table of the installed release is not what this gives
+
+``--check`` compares with the checked-in table of the installed transformers release: ``families.py`` when its
+``TRANSFORMERS_VERSION`` is that release, else ``families_<major>_<minor>_<patch>.py``; with neither it fails
+naming the command that writes it (a new release landed: regenerate, :mod:`roperef.hf.release`).
 
 For each model type (``CONFIG_MAPPING_NAMES``), with its default config built in memory:
 
@@ -295,17 +300,36 @@ def _wrap(items: list[str], width: int = 110) -> list[str]:
     return out
 
 
+def release_table(version: str) -> Path:
+    """The checked-in family table of transformers ``version``: the active one when it describes ``version``."""
+    from roperef.hf import families
+
+    if families.TRANSFORMERS_VERSION == version:
+        return OUT
+    return OUT.with_name(f"families_{version.replace('.', '_')}.py")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import transformers
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the checked-in file instead of writing")
+    parser.add_argument("--check", action="store_true", help="compare with the installed release's table instead of writing")
+    parser.add_argument("--release", action="store_true", help="write families_<release>.py, not the active table")
     args = parser.parse_args(argv)
-    text = render()
+    version = transformers.__version__
     if args.check:
-        same = OUT.read_text() == text
-        print("roperef/hf/families.py is " + ("current" if same else "STALE: run scripts/gen_hf_families.py"))
+        table = release_table(version)
+        if not table.exists():
+            print(f"no family table of transformers {version} is checked in ({table.relative_to(ROOT)}): run "
+                  f"scripts/gen_hf_families.py --release (or scripts/gen_hf_families.py to make {version} the active table)")
+            return 1
+        same = table.read_text() == render()
+        print(f"{table.relative_to(ROOT)} is " + ("current" if same else f"STALE for transformers {version}: run "
+              + ("scripts/gen_hf_families.py" if table == OUT else "scripts/gen_hf_families.py --release")))
         return 0 if same else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    out = OUT.with_name(f"families_{version.replace('.', '_')}.py") if args.release else OUT
+    out.write_text(render())
+    print(f"wrote {out.relative_to(ROOT)}")
     return 0
 
 

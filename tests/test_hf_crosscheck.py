@@ -102,11 +102,9 @@ def test_every_transformers_rope_family_default_config(model_type):
 
 
 def test_hf_families_is_current():
-    """roperef/hf/families.py is what scripts/gen_hf_families.py derives from the installed transformers."""
-    import transformers
-
-    if transformers.__version__ != fam.TRANSFORMERS_VERSION:
-        pytest.skip(f"hf_families was generated from transformers {fam.TRANSFORMERS_VERSION}")
+    """The checked-in family table of the installed transformers release (roperef/hf/families.py, or
+    families_<release>.py for another release) is what scripts/gen_hf_families.py derives from it; a release
+    with no checked-in table fails, naming the command that writes it (CI shows drift the day a release lands)."""
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_hf_families.py"), "--check"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]

@@ -85,10 +85,10 @@ def test_a_gain_relation_equal_to_s_is_never_claimed_and_the_wrong_gain_is_measu
 def test_doubled_positions_are_not_called_rounded_to_a_multiple_of_two():
     """eff = 2p is a multiple of 2 on every token, but no rounding moves p by p: main said "p rounded to a
     multiple of 2" (the data-only diagnosis, beside "angle doubled"); a true rounding to 16 is still said."""
-    from conformance.diagnose.inverse import _position_words
+    from conformance.diagnose.inverse import position_words
 
     p = np.arange(300.0, 316.0)
-    words = _position_words(p, p.copy())
+    words = position_words(p, p.copy())
     assert words and not any("rounded" in w for w in words), words
     rounded = np.round(p / 16.0) * 16.0
-    assert any("rounded to a multiple of 16" in w for w in _position_words(p, rounded - p))
+    assert any("rounded to a multiple of 16" in w for w in position_words(p, rounded - p))

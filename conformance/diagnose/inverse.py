@@ -210,7 +210,7 @@ def _freq_words(ratio: Arr, ok: Arr, sig_rel: Arr) -> list[str]:
     return words
 
 
-def _position_words(p: Arr, delta: Arr) -> list[str]:
+def position_words(p: Arr, delta: Arr) -> list[str]:
     """Describe the effective positions of the tokens whose position is off (p, p_eff integers)."""
     eff = p + delta
     off = np.abs(delta) > 0.5
@@ -318,7 +318,7 @@ def inverse_diagnosis(case: GoldenCase, actual: Mapping[str, Arr], r: Resolved) 
     if consistent.mean() >= 0.25 and np.nanmax(np.abs(delta[consistent])) > 0.5:
         dd = np.round(delta[consistent])
         if consistent.mean() > 0.5:
-            pw = _position_words(pos_rows[consistent], dd)
+            pw = position_words(pos_rows[consistent], dd)
         values, counts = np.unique(dd, return_counts=True)
         mode = int(values[np.argmax(counts)])
         if mode:

@@ -74,6 +74,18 @@ class CrossCheck:
             return "AGREE"
         return "NOT_CHECKED"
 
+    @property
+    def verdict_line(self) -> str:
+        """The verdict in words: an ``AGREE`` with items that were not compared says what agreed and what was
+        not compared and why (``AGREE on inv_freq; pairing not compared: <why>``), never a plain ``AGREE``."""
+        verdict = self.verdict
+        skipped = [i for i in self.items if i.verdict == "SKIP"]
+        if verdict != "AGREE" or not skipped:
+            return verdict
+        agreed = sorted({i.what for i in self.items if i.verdict == "AGREE"})
+        missed = "; ".join(f"{i.entry} {i.what} not compared: {i.detail or i.transformers}" for i in skipped)
+        return f"AGREE on {', '.join(agreed)}; {missed}"
+
 
 def _freq_item(entry: str, spec: RopeSpec, hf: HFEntry, vision: bool = False) -> list[Item]:
     w, s = inv_freq(spec)
@@ -263,5 +275,5 @@ def render(check: CrossCheck, title: str = "") -> str:
         lines.append("  ".join(r[k].ljust(widths[k]) for k in range(5)) + ("  " + r[5] if r[5] else ""))
     for note in check.notes:
         lines.append(f"note: {note}")
-    lines.append(f"verdict: {check.verdict}")
+    lines.append(f"verdict: {check.verdict_line}")
     return "\n".join(lines)

@@ -35,6 +35,7 @@ from roperef.reference import apply as rotate
 from roperef.spec import PAIRINGS, RopeSpec
 
 from . import source as hf_source
+from .unwrap import unwrap_callable
 
 __all__ = ["Probe", "HFEntry", "HFTruth", "transformers_truth", "NON_ATTENTION_LAYER_TYPES", "hf_config", "quiet_transformers",
            "modeling_modules", "mapped_module", "text_config_of", "ignored_text_config", "text_rotary_class",
@@ -246,13 +247,16 @@ def entry_tensors(module: Any, label: str | None) -> tuple[np.ndarray, float]:
 
 
 def apply_functions(modules: list[Any]) -> dict[str, Any]:
-    """The module-level ``apply*rotary*`` / ``apply*rope*`` functions of the modeling source, by name."""
+    """The module-level ``apply*rotary*`` / ``apply*rope*`` functions of the modeling source, by name, each
+    unwrapped to the function that runs (:func:`conformance.hf.unwrap.unwrap_callable`)."""
     funcs = {}
     for mod in modules:
         for name, obj in vars(mod).items():
-            if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and name.startswith("apply") and (
-                    "rotary" in name or "rope" in name):
-                funcs[name] = obj
+            if not (name.startswith("apply") and ("rotary" in name or "rope" in name)) or inspect.isclass(obj):
+                continue
+            fn = unwrap_callable(obj).function  # kernels' hub wrapper, a partial, a decorated function
+            if fn is not None and fn.__module__ == mod.__name__:
+                funcs[name] = fn
     return funcs
 
 

@@ -39,6 +39,7 @@ from ..errors import bad
 from ..spec import RopeSpec
 from . import config_classes as cc
 from . import families as fam
+from . import release  # called through the module: tests set the installed release
 from .class_rules import (
     GENERIC_SWITCH_KEYS,
     class_entries,
@@ -465,6 +466,11 @@ def resolve(cfg: Mapping[str, Any], quirks: HFQuirks, pseudo: Mapping[str, Any])
         text_type = model_type_of(text_cfg, path, default_text or top_type)
     else:  # a wrapper's text keys may sit at the top level
         path, data, text_type = "", cfg, default_text or top_type
+    drift = release.release_check(text_type, release.installed_transformers())
+    if drift.refusal is not None:
+        bad(f"{path}model_type", text_type, drift.refusal)
+    if drift.note is not None:
+        notes.append(drift.note)
     known = _known(text_type)
     if known == "unknown":
         text_type, known = _by_class_names(top, text_type, path, pseudo, notes)
