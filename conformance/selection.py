@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
-__all__ = ["select", "select_cases"]
+__all__ = ["exact_pattern", "select", "select_cases"]
 
 
 class _Identified(Protocol):
@@ -30,6 +30,22 @@ class _Typed(Protocol):
 
 T = TypeVar("T", bound=_Identified)
 U = TypeVar("U", bound=_Typed)
+
+
+def exact_pattern(case_id: str) -> str:
+    """A pattern that :func:`select` matches against ``case_id`` alone (the "repro" line's ``--filter``).
+
+    A plain id is a *substring* alternative, so ``--filter a/b/short`` also selects
+    ``a/b/short-odd``. Here every glob character is escaped (``*`` -> ``[*]``, ``?`` -> ``[?]``,
+    ``[`` -> ``[[]``) and, when the id has none, its first character is bracketed (``a`` -> ``[a]``):
+    the pattern is then an fnmatch pattern on the whole id, which matches that id and no other.
+    ValueError for an id empty or holding a comma (a comma separates alternatives).
+    """
+    if not case_id or "," in case_id or case_id != case_id.strip():
+        raise ValueError(f"case_id={case_id!r}: an exact filter needs a non-empty id without a comma or "
+                         "surrounding blanks (the pattern syntax splits at commas and strips blanks)")
+    escaped = "".join(f"[{ch}]" if ch in "*?[" else ch for ch in case_id)
+    return escaped if escaped != case_id else f"[{case_id[0]}]{case_id[1:]}"
 
 
 def select(cases: Iterable[T], pattern: str | None) -> list[T]:

@@ -15,7 +15,8 @@ memory. :func:`load_json_file` checks, before and while parsing:
 
 Every problem raises :class:`JSONInputError` (a ``ValueError``) whose message is
 ``"<file>: <problem>"``; a missing file raises :class:`FileNotFoundError` with the same shape.
-This module is a leaf: it imports nothing from roperef or conformance.
+The file is read in bounded chunks (:mod:`roperef.bounded_read`), never with a buffer sized
+to the limit. This module imports only that leaf from roperef, nothing from conformance.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .bounded_read import read_at_most
 
 __all__ = ["JSONInputError", "JSONLimits", "DEFAULT_LIMITS", "load_json_file", "loads_limited", "require_regular_file",
            "read_text_file"]
@@ -141,7 +144,7 @@ def read_text_file(path: str | os.PathLike[str], *, what: str = "file", max_byte
         raise JSONInputError(f"{p}: {st.st_size} bytes, more than the limit of {max_bytes} bytes for a {what}")
     try:
         with open(p, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
+            raw = read_at_most(fh, max_bytes)
     except OSError as exc:
         raise JSONInputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if len(raw) > max_bytes:

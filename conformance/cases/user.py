@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from roperef import fast
+from roperef.bounded_read import read_at_most
 from roperef.frequencies import inv_freq
 from roperef.hf import spec_from_config
 from roperef.json_input import JSONInputError, JSONLimits, loads_limited
@@ -162,7 +163,7 @@ class _Files:
             raise UserCaseError(f"{where}: {what} {path} is {_human(st.st_size)}, more than the limit of {_human(limit)}")
         try:
             with open(path, "rb") as fh:
-                data = fh.read(limit + 1)
+                data = read_at_most(fh, limit)
         except OSError as exc:
             raise UserCaseError(f"{where}: {what} {path} cannot be read ({exc.strerror or exc})") from None
         if len(data) > limit:

@@ -51,6 +51,7 @@ from ..judge.runner import RunOptions, effective_jobs
 from ..judge.xfail import builtin_name, load_xfail, shipped_xfail
 from ..report import formats as rep
 from ..report.sections import coverage_line, write_verdict_png
+from ..selection import exact_pattern
 from ..untrusted_text import for_terminal
 from ..usage_error import UsageError
 from ..vocabulary import DTYPES, TIERS
@@ -136,7 +137,7 @@ def _repro(args: argparse.Namespace, backend: str) -> Callable[[GoldenCase], str
         base.append("--isolate")
     if args.timeout is not None:
         base += ["--timeout", f"{args.timeout:g}"]
-    return lambda case: shlex.join([*base, *option("--filter", case.id)])  # (an id may start with '-')
+    return lambda case: shlex.join([*base, *option("--filter", exact_pattern(case.id))])  # exact, not a substring
 
 
 def _check_args(args: argparse.Namespace) -> None:

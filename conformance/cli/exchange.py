@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from roperef.bounded_read import read_at_most
 from roperef.json_input import JSONInputError, load_json_file
 
 from ..backends.base import Capabilities
@@ -152,7 +153,7 @@ def read_output(path: Path) -> np.ndarray:
 def _note(path: Path, limit: int = 2000) -> str:
     """The first ``limit`` characters of a program's note (unsupported.txt, error.txt)."""
     with open(path, "rb") as fh:
-        text = fh.read(limit + 1).decode("utf-8", errors="replace")
+        text = read_at_most(fh, limit).decode("utf-8", errors="replace")
     return (text[:limit] + " ...").strip() if len(text) > limit else text.strip()
 
 

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from roperef import __version__, reference
+from roperef.bounded_read import read_at_most
 from roperef.frequencies import inv_freq
 from roperef.json_input import JSONInputError, load_json_file, loads_limited
 from roperef.spec import RopeSpec
@@ -363,7 +364,7 @@ def _read_regular(path: Path, limit: int) -> bytes:
         if st.st_size > limit:
             raise _fail(path, f"{st.st_size} bytes, more than the limit of {limit} bytes")
         with open(path, "rb") as fh:
-            return fh.read(limit)
+            return read_at_most(fh, limit)
     except OSError as exc:
         raise _fail(path, f"cannot read ({exc.strerror or exc})") from None
 

@@ -203,7 +203,7 @@ def test_cli_exit_codes_reports_and_repro(tmp_path, capsys):
     bug.write_text("from wrong_backends import Buggy\ndef make():\n    return Buggy(bug='positions-bf16')\n")
     code, out, _ = run_check(capsys, "--backend", f"{bug}:make", "--cases", str(tmp_path / "c"))
     assert code == 1
-    assert f"repro: roperef check --backend {bug}:make --cases {tmp_path / 'c'} --filter mine/forward" in out
+    assert f"repro: roperef check --backend {bug}:make --cases {tmp_path / 'c'} --filter '[m]ine/forward" in out
     code, out, _ = run_check(capsys, "--backend", "numpy", "--cases", str(tmp_path / "c"), "--filter", "tables")
     assert code == 0 and "1 PASS" in out
 

@@ -51,7 +51,7 @@ def test_failure_exit_1_with_diagnosis_and_repro(golden, capsys, tmp_path):
     assert code == 1
     fail = next(line for line in out.splitlines() if line.strip().startswith("FAIL"))
     assert "positions rounded to bfloat16" in fail
-    assert "repro: roperef check --backend bugmod:make" in out and "--filter forward/default/half/" in out
+    assert "repro: roperef check --backend bugmod:make" in out and "--filter '[f]orward/default/half/" in out
 
 
 @pytest.mark.parametrize(

@@ -193,7 +193,7 @@ def test_the_repro_line_runs_for_an_id_starting_with_a_dash(tmp_path, capsys):
     np.save(folder / "positions.npy", np.array([[0, 1]], dtype=np.int64))
     code, out, _ = run_cli(capsys, "check", "--backend", "hostile_backends:FailsById", "--cases", str(tmp_path / "c"))
     repro = next(line.split("repro: ", 1)[1] for line in out.splitlines() if "repro: " in line)
-    assert code == 1 and "--filter=-dash/forward" in repro
+    assert code == 1 and "--filter '[-]dash/forward'" in repro
     code, out, _ = run_cli(capsys, *shlex.split(repro)[1:])  # the line as printed, run
     assert code == 1 and "FAILED: 1 cases (1 FAIL)" in out
 
