@@ -11,8 +11,8 @@ Usage::
    + materializing (``roperef.fast``) + judging a generated case, on the built-in backend.
 3. *The shape sweep*: the generated cases planned, materialized and judged with and without the
    sweep (``plan_cases(shapes=False)``), their ratio and the sweep's size.
-4. *Diagnosis on a failing run*: single-bug float32 engines (``tests/bug_engines.py``, catalogue
-   classes, and ``tests/unlisted_bug_engines.py``, bugs nobody listed) on the default case set (smoke
+4. *Diagnosis on a failing run*: single-bug float32 engines (``tests/support/engines/bug_engines.py``, catalogue
+   classes, and ``tests/support/engines/unlisted_bug_engines.py``, bugs nobody listed) on the default case set (smoke
    goldens + their generated cases), with and without diagnosis: the time diagnosis adds per FAIL
    (mean and worst, case by case: the same case's time without diagnosis subtracted; the measured
    operator, probing and the decoys included) and in total, and the extra backend calls probing made
@@ -23,7 +23,7 @@ Usage::
    coverage, report): without the exposure cache, with an empty one (the first run), with the one
    that run wrote (warm), all in one invocation.
 
-Run from the repository root with ``PYTHONPATH=.`` (it imports ``tests/bug_engines.py``). Numbers
+Run from the repository root with ``PYTHONPATH=.`` (it imports ``tests/support/engines/bug_engines.py``). Numbers
 are a report, never an assertion; the machine's load average is printed with them.
 """
 

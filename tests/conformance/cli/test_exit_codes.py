@@ -65,7 +65,7 @@ def test_without_a_golden_directory_the_run_says_what_it_judges(capsys, monkeypa
 
 def test_after_a_non_editable_install_the_main_job_names_its_cases(tmp_path):
     """A real `pip install --target` (no deps, no build isolation: nothing downloaded) of a copy of the packages
-    without golden/ and setup.py (which ships it: tests/test_installed_package.py): the in-memory fallback."""
+    without golden/ and setup.py (which ships it: tests/routes/test_installed_package.py): the in-memory fallback."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):

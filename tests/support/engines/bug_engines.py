@@ -92,7 +92,7 @@ class _Freqs:
 
     def base(self, theta: float, d: float, n: int) -> np.ndarray:
         F = self.F
-        return inv_freqs(theta, d, n, F)  # correctly rounded: no SIMD-dependent last bit (tests/float32_constants.py)
+        return inv_freqs(theta, d, n, F)  # correctly rounded: no SIMD-dependent last bit (tests/support/engines/float32_constants.py)
 
     def __call__(self, spec, seq_len: int) -> tuple[np.ndarray, float]:
         F, b = self.F, self.bug

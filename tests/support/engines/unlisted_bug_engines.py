@@ -199,7 +199,7 @@ class UnlistedEngine(BaseBackend):
             # powf one unit in the last place above the correctly rounded value (as NumPy's AVX-512 powf returns for
             # theta 10000, d 64: 0.74989426, 1.16 u over the real value; the correctly rounded 0.7498942 is 0.17 u under
             # it and drifts only ~5 u at pair 31, a PASS). Built from the correctly rounded float32 and one IEEE step,
-            # so the same bits on every machine (tests/float32_constants.py).
+            # so the same bits on every machine (tests/support/engines/float32_constants.py).
             scale = np.nextafter(power32(theta, -2, d), np.float32(np.inf))
             out = np.empty(n, dtype=np.float32)
             t = np.float32(1.0)
@@ -207,7 +207,7 @@ class UnlistedEngine(BaseBackend):
                 out[k] = t
                 t = np.float32(t * scale)
             return out.astype(F)
-        # correctly rounded constants (tests/float32_constants.py): no SIMD-dependent last bit
+        # correctly rounded constants (tests/support/engines/float32_constants.py): no SIMD-dependent last bit
         return inv_freqs(theta, d, n, F, two=1 if b == "exponent-i-over-d" else 2, offset=1 if b == "freq-index-plus-one" else 0)
 
     def freqs(self, spec) -> tuple[np.ndarray, float]:

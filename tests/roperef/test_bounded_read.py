@@ -22,7 +22,7 @@ import pytest
 
 from roperef.bounded_read import read_at_most
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOUR_GIB = 4 * 2**30
 
 

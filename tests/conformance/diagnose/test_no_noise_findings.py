@@ -13,9 +13,9 @@ Each engine below is one bug where main (before this change) stated a false sub-
 from __future__ import annotations
 
 import numpy as np
+from test_operator_diagnosis import _reshaped
 
 from conformance.judge.runner import RunOptions, run_cases
-from test_operator_diagnosis import _reshaped
 from unlisted_bug_engines import UnlistedEngine, make_case
 
 

@@ -1,6 +1,6 @@
 """The context sweep: sampled positions, and certified lengths against engines built with a known one.
 
-The lengths of tests/context_engines.py are fixed by their defect (a clamped table, an int16 index,
+The lengths of tests/support/engines/context_engines.py are fixed by their defect (a clamped table, an int16 index,
 bf16 positions), not by the judge; the sampling contains both sides of each boundary, so the sweep
 must find exactly the constructed (certified, first_fail). The reference engines must be certified
 to 2^31 - 1.

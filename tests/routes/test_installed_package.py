@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HASH = re.compile(r"^set hash ([0-9a-f]{64}): ", re.M)
 
 

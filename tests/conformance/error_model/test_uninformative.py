@@ -2,7 +2,7 @@
 
 The float32-angle emulation at position 2^30 passes with max|err| ~ 4.6 and nmse ~ 1 (its bound is
 hundreds of times the output); at position 1024 its bound is 1e-4 of the output. Expected values come
-from roperef.reference (tests/judge_cases.py), never from the judge under test.
+from roperef.reference (tests/support/harness/judge_cases.py), never from the judge under test.
 """
 
 from __future__ import annotations
