@@ -2,7 +2,7 @@
 its text attention applies RoPE, read from transformers' own source and probed on random input.
 
     python scripts/gen_hf_families.py            # rewrite roperef/hf/families.py (the active table)
-    python scripts/gen_hf_families.py --release  # write roperef/hf/families_<release>.py (another release's table)
+    python scripts/gen_hf_families.py --release  # write families_<release>.py beside roperef/hf/families.py (another release's table)
     python scripts/gen_hf_families.py --check    # exit 1 if the table of the installed release is not what this gives
 
 ``--check`` compares with the checked-in table of the installed transformers release: ``families.py`` when its

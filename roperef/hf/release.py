@@ -3,7 +3,7 @@ while another release is installed.
 
 The active tables (:mod:`roperef.hf.families`, :mod:`roperef.hf.config_classes`) are generated from one
 release (``TRANSFORMERS_VERSION``); further family tables generated from other releases are checked in beside
-them (``roperef/hf/families_<major>_<minor>_<patch>.py``, :data:`FAMILY_TABLES`). With transformers installed
+them (``families_<major>_<minor>_<patch>.py`` beside ``roperef/hf/families.py``, :data:`FAMILY_TABLES`). With transformers installed
 at release ``R`` different from the active tables' release ``T``:
 
 - every reading carries a note naming both releases;
