@@ -26,3 +26,11 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the OpenVINO adapter's tests last. Measured on 2026-12-07: once OpenVINO has compiled models in
+    the test process, a later in-process SIGINT test (tests/conformance/calls/test_faults.py, the Ctrl-C
+    that reaches supports()'s waiting thread) ends the whole pytest process with SIGSEGV; alone, each
+    passes. The cause is not found yet (an open finding of issue 33, docs/backends-openvino.md)."""
+    items.sort(key=lambda item: "test_backend_openvino" in str(item.path))

@@ -128,7 +128,9 @@ def _other_theta(w_eff: Arr, sig: Arr, w: Arr, bad: Arr, known: Arr, spec: RopeS
     if use.sum() < 2 or spec.theta <= 1 or seq_len is None:
         return None
     d = float(spec.resolved_freq_dim)
-    fits = sorted({float(spec.theta * math.exp(-math.log(r[k]) * d / (2.0 * k))) for k in j[use][:3]})
+    # log theta' = log theta - log(r_k) d / (2k); a ratio so far from 1 that theta' leaves float64 is no theta
+    logs = [math.log(spec.theta) - math.log(r[k]) * d / (2.0 * k) for k in j[use][:3]]
+    fits = sorted({math.exp(v) for v in logs if v < 700.0})
     tried: set[float] = set()
     for t_fit in fits:
         if not math.isfinite(t_fit) or t_fit <= 1:
